@@ -1,0 +1,35 @@
+"""dpopt: differentially private mechanisms designed by optimization.
+
+Every mechanism is a program (an LP or convex program in cvxpy, solved by a real
+solver); closed forms are registered beside it as solver-free shortcuts.
+
+>>> import dpopt
+>>> solution = dpopt.solve(dpopt.CountQuery(n=3, alpha=0.25))
+>>> round(solution.objective * 415)
+168
+"""
+
+from dpopt.certificates import Certificate, certify, repair
+from dpopt.problems.count_query import CountQuery
+from dpopt.problems.multi_level import MultiLevelRelease
+from dpopt.registry import compare, compare_table, methods_for, solve
+from dpopt.solution import Solution
+from dpopt.validation import DPOptError, InvalidParameterError, SolverError
+
+__all__ = [
+    "Certificate",
+    "CountQuery",
+    "DPOptError",
+    "InvalidParameterError",
+    "MultiLevelRelease",
+    "Solution",
+    "SolverError",
+    "certify",
+    "compare",
+    "compare_table",
+    "methods_for",
+    "repair",
+    "solve",
+]
+
+__version__ = "0.1.0"

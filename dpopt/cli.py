@@ -1,0 +1,117 @@
+"""The ``dpopt`` command line (see DESIGN.md: a contract that users and checks rely on).
+
+    dpopt solve PROBLEM.toml [--method auto|lp|NAME] [--solver NAME] [--export PATH]
+    dpopt compare PROBLEM.toml
+    dpopt sample PROBLEM.toml --true-value V [--count K] [--seed S | --secure]
+
+Output is JSON on stdout (``compare``: one object per line). Bad input: one line on
+stderr, exit 2. Solver failure: one line naming the solver and its status, exit 3.
+Nothing is written to ``--export`` unless the run succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, NoReturn, Sequence
+
+from dpopt.export import check_export_path
+from dpopt.problem_files import load_problem
+from dpopt.registry import compare, solve
+from dpopt.validation import InvalidParameterError, SolverError
+
+__all__ = ["main"]
+
+EXIT_BAD_INPUT = 2
+EXIT_SOLVER = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, no usage block
+        self.exit(EXIT_BAD_INPUT, f"dpopt: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dpopt", description="Design differentially private mechanisms by optimization.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    solve_cmd = commands.add_parser("solve", help="solve a problem file and print the solution as JSON")
+    solve_cmd.add_argument("problem", metavar="PROBLEM.toml")
+    solve_cmd.add_argument("--method", default="auto", help="auto (default), lp, or a registered method name")
+    solve_cmd.add_argument("--solver", default=None, help="cvxpy solver for program methods (default HiGHS for LPs)")
+    solve_cmd.add_argument("--export", default=None, metavar="PATH", help="write the mechanism (.csv, .json, .parquet, .npz)")
+    solve_cmd.add_argument("--no-repair", action="store_true", help="return the solver's matrix unrepaired")
+
+    compare_cmd = commands.add_parser("compare", help="every applicable method side by side, one JSON per line")
+    compare_cmd.add_argument("problem", metavar="PROBLEM.toml")
+    compare_cmd.add_argument("--solver", default=None)
+
+    sample_cmd = commands.add_parser("sample", help="draw releases from the solved, certified mechanism")
+    sample_cmd.add_argument("problem", metavar="PROBLEM.toml")
+    sample_cmd.add_argument("--true-value", type=int, required=True, dest="true_value")
+    sample_cmd.add_argument("--count", type=int, default=1)
+    source = sample_cmd.add_mutually_exclusive_group()
+    source.add_argument("--seed", type=int, default=None)
+    source.add_argument("--secure", action="store_true", help="draw from the OS secure source (secrets)")
+    sample_cmd.add_argument("--method", default="auto")
+    sample_cmd.add_argument("--solver", default=None)
+    return parser
+
+
+def _print(data: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(data, allow_nan=False) + "\n")
+
+
+def _run(args: argparse.Namespace) -> None:
+    problem = load_problem(args.problem)
+    if args.command == "solve":
+        export = check_export_path(args.export) if args.export else None
+        solution = solve(problem, args.method, solver=args.solver, repair=not args.no_repair)
+        if export is not None:
+            solution.export(str(export))
+        _print({**solution.summary(), **({"export": str(export)} if export else {})})
+    elif args.command == "compare":
+        solutions = compare(problem, solver=args.solver)
+        best = min((s.objective for s in solutions if s.exact), default=float("nan"))
+        for solution in solutions:
+            _print({**solution.summary(), "ratio_to_optimum": solution.objective / best if best else None})
+    else:
+        if args.count < 1:
+            raise InvalidParameterError("count", "dpopt sample", "an integer >= 1", args.count)
+        if args.seed is not None and args.seed < 0:
+            raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
+        solution = solve(problem, args.method, solver=args.solver)
+        releases = solution.sample(args.true_value, args.count, rng=args.seed, secure=args.secure)
+        summary = solution.summary()
+        _print(
+            {
+                key: summary[key]
+                for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate")
+            }
+            | {
+                "true_value": args.true_value,
+                "count": args.count,
+                "seed": args.seed,
+                "source": "secrets" if args.secure else "numpy.random.Generator(PCG64)",
+                "releases": releases.tolist(),
+            }
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dpopt`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        _run(args)
+    except InvalidParameterError as exc:
+        sys.stderr.write(f"dpopt: error: {exc}\n")
+        return EXIT_BAD_INPUT
+    except SolverError as exc:
+        sys.stderr.write(f"dpopt: solver failure: {exc}\n")
+        return EXIT_SOLVER
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Writing solutions to CSV, JSON, Parquet and NPZ, and reading them back.
+
+Every file carries the certificate: inside JSON and NPZ, in the Parquet schema
+metadata, and beside a CSV as ``<path>.meta.json``. Files are written to a temporary
+name in the target folder and renamed into place, so a failure leaves nothing
+half-written. Reading re-measures the certificate on the matrix actually read and
+refuses a file whose mechanism no longer passes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from dpopt.certificates import certify
+from dpopt.validation import DPOptError, fail
+
+__all__ = ["EXPORT_FORMATS", "check_export_path", "export_solution", "read_solution"]
+
+EXPORT_FORMATS = (".csv", ".json", ".parquet", ".npz")
+FORMAT_VERSION = 1
+
+
+def check_export_path(path: str | os.PathLike[str]) -> Path:
+    """Validate an export path before any work is done."""
+    target = Path(path)
+    if target.suffix.lower() not in EXPORT_FORMATS:
+        raise fail("export", "dpopt", "a path ending in " + ", ".join(EXPORT_FORMATS), str(path))
+    if not target.parent.exists() or not target.parent.is_dir():
+        raise fail("export", "dpopt", "a path in an existing folder", str(path))
+    return target
+
+
+def _frame_dict(frame: pd.DataFrame) -> dict[str, Any]:
+    return {"index": frame.index.tolist(), "columns": frame.columns.tolist(), "data": frame.to_numpy().tolist()}
+
+
+def _frame_from_dict(data: dict[str, Any]) -> pd.DataFrame:
+    from dpopt.solution import mechanism_frame
+
+    return mechanism_frame(np.array(data["data"], dtype=float), data["index"], data["columns"])
+
+
+def _metadata(solution: Any) -> dict[str, Any]:
+    tables: dict[str, Any] = {}
+    for key, value in solution.details.items():
+        if isinstance(value, pd.DataFrame):
+            tables[key] = _frame_dict(value)
+        elif isinstance(value, list) and value and all(isinstance(v, pd.DataFrame) for v in value):
+            tables[key] = [_frame_dict(v) for v in value]
+    return {
+        "format": "dpopt-solution",
+        "format_version": FORMAT_VERSION,
+        "problem": solution.problem.to_dict(),
+        "summary": solution.summary(),
+        "certificate": solution.certificate.to_dict(),
+        "tables": tables,
+    }
+
+
+def _atomic_write(target: Path, write: Callable[[str], None]) -> str:
+    handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=target.suffix)
+    os.close(handle)
+    try:
+        write(temp)
+    except BaseException:
+        os.unlink(temp)
+        raise
+    return temp
+
+
+def export_solution(solution: Any, path: str | os.PathLike[str]) -> None:
+    """Write ``solution`` to ``path`` in the format its suffix names.
+
+    Raises
+    ------
+    InvalidParameterError
+        For an unsupported suffix, a missing folder, or an uncertified mechanism.
+    """
+    target = check_export_path(path)
+    if not solution.certificate.ok:
+        raise fail("certificate", "export", "a passing privacy certificate (ok = true)", solution.certificate.to_dict())
+    meta = _metadata(solution)
+    frame = solution.mechanism
+    suffix = target.suffix.lower()
+    writes: list[tuple[Path, Callable[[str], None]]] = []
+    if suffix == ".csv":
+        writes.append((target, lambda p: frame.to_csv(p)))
+        writes.append((Path(f"{target}.meta.json"), lambda p: Path(p).write_text(json.dumps(meta, indent=2))))
+    elif suffix == ".json":
+        writes.append((target, lambda p: Path(p).write_text(json.dumps({**meta, "mechanism": _frame_dict(frame)}))))
+    elif suffix == ".parquet":
+        writes.append((target, lambda p: _write_parquet(frame, meta, p)))
+    else:
+        writes.append((target, lambda p: _write_npz(frame, meta, p)))
+    temps = []
+    try:
+        for dest, write in writes:
+            temps.append((_atomic_write(dest, write), dest))
+    except BaseException:
+        for temp, _ in temps:
+            os.unlink(temp)
+        raise
+    for temp, dest in temps:
+        os.replace(temp, dest)
+
+
+def _write_parquet(frame: pd.DataFrame, meta: dict[str, Any], path: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(_string_columns(frame), preserve_index=True)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"dpopt": json.dumps(meta).encode()})
+    pq.write_table(table, path)
+
+
+def _string_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    out.columns = [str(c) for c in frame.columns]
+    return out
+
+
+def _write_npz(frame: pd.DataFrame, meta: dict[str, Any], path: str) -> None:
+    with open(path, "wb") as handle:
+        np.savez(
+            handle,
+            mechanism=frame.to_numpy(),
+            index=np.asarray(frame.index),
+            columns=np.asarray(frame.columns),
+            metadata=np.array(json.dumps(meta)),
+        )
+
+
+def _read(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        frame = pd.read_csv(path, index_col=0)
+        meta = json.loads(Path(f"{path}.meta.json").read_text())
+    elif suffix == ".json":
+        meta = json.loads(path.read_text())
+        frame = _frame_from_dict(meta["mechanism"])
+    elif suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        meta = json.loads(table.schema.metadata[b"dpopt"])
+        frame = table.to_pandas()
+    else:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["metadata"]))
+            frame = pd.DataFrame(data["mechanism"], index=data["index"], columns=data["columns"])
+    from dpopt.solution import mechanism_frame
+
+    columns = [int(c) if str(c).lstrip("-").isdigit() else c for c in frame.columns]
+    return mechanism_frame(frame.to_numpy(dtype=float), list(frame.index), columns), meta
+
+
+def read_solution(path: str | os.PathLike[str]) -> Any:
+    """Read a file written by :func:`export_solution` back into a Solution.
+
+    The certificate is measured again on the matrix read; a file whose mechanism
+    fails it (corrupted or edited) is refused.
+    """
+    from dpopt.mechanisms.multilevel import sample_chain
+    from dpopt.problem_files import problem_from_dict
+    from dpopt.solution import Solution
+
+    file = Path(path)
+    if file.suffix.lower() not in EXPORT_FORMATS or not file.exists():
+        raise fail("path", "read_solution", "an existing file ending in " + ", ".join(EXPORT_FORMATS), str(path))
+    frame, meta = _read(file)
+    problem = problem_from_dict(meta["problem"], origin=file.name)
+    cert = certify(frame.to_numpy(), problem.epsilon, method="measured on read")
+    if not cert.ok:
+        raise DPOptError(f"{file}: the mechanism read fails its privacy certificate ({cert.max_privacy_loss} > {cert.target}).")
+    details: dict[str, Any] = {}
+    for key, table in meta.get("tables", {}).items():
+        details[key] = [_frame_from_dict(t) for t in table] if isinstance(table, list) else _frame_from_dict(table)
+    sampler = None
+    if "remaps" in details:
+        first, remaps = frame.to_numpy(), [t.to_numpy() for t in details["remaps"]]
+        sampler = lambda row, count, source: sample_chain(first, remaps, row, count, source)  # noqa: E731
+    summary = meta["summary"]
+    return Solution(
+        problem=problem,
+        method=summary["method"],
+        exact=summary["exact"],
+        solver=summary["solver"],
+        status=summary["status"],
+        seconds=summary["seconds"],
+        objective=summary["objective"] if summary["objective"] is not None else float("inf"),
+        certificate=cert,
+        mechanism=frame,
+        details=details,
+        sampler=sampler,
+    )

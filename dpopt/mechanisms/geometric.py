@@ -1,0 +1,193 @@
+"""The geometric mechanism and what can be derived from it (Gupte & Sundararajan).
+
+* :func:`two_sided_geometric` samples Definition 1's noise,
+  ``Pr[Z = z] = (1 - alpha) / (1 + alpha) * alpha**|z|``.
+* :func:`geometric_matrix` is the range-restricted matrix ``G_{n,alpha}`` of
+  Definition 4 (Table 2): ``G[i, r] = d_r * alpha**|i - r|`` with
+  ``d_0 = d_n = 1 / (1 + alpha)`` and ``d_r = (1 - alpha) / (1 + alpha)`` inside.
+* :func:`remap_from_geometric` solves ``G T = M`` for T in O(n^2) through the
+  closed-form tridiagonal inverse of G (derivation below); :func:`derivability`
+  applies Theorem 2.
+
+Derivation of ``G^{-1}``
+------------------------
+``G = K D`` with ``K[i, r] = alpha**|i - r|`` (a Kac-Murdock-Szego matrix) and
+``D = diag(d)``. ``K^{-1}`` is tridiagonal: ``(1 - alpha**2)^{-1}`` times the matrix
+with diagonal ``(1, 1 + alpha**2, ..., 1 + alpha**2, 1)`` and off-diagonal ``-alpha``
+(multiply out row by row: interior rows telescope, boundary rows use
+``alpha**|0 - r| - alpha * alpha**|1 - r| = 0`` for r >= 1). Hence, for any M,
+
+* ``T[0] = (M[0] - alpha M[1]) / (1 - alpha)`` and likewise ``T[n]``;
+* ``T[r] = ((1 + alpha**2) M[r] - alpha (M[r-1] + M[r+1])) / (1 - alpha)**2`` inside.
+
+These are exactly the "three consecutive entries" of Theorem 2 and the boundary
+cases of Lemma 2, so M is derivable from G iff every entry above is >= 0. The same
+formula evaluates exactly on :class:`fractions.Fraction` arrays.
+
+Notes on the paper: Lemma 2 (3) is garbled in print; the condition meant is
+``(1 + alpha**2) x_2 - alpha (x_1 + x_3) >= 0``. Table 1(b) is labelled
+``G_{3,1/2}`` although the example uses alpha = 1/4, and its entries (4/3, ...) are
+not a stochastic matrix; :func:`geometric_matrix` gives the true ``G_{3,1/4}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpopt.validation import check_int, check_real, fail
+
+__all__ = [
+    "geometric_matrix",
+    "two_sided_geometric",
+    "sample_geometric_release",
+    "remap_from_geometric",
+    "three_term_condition",
+    "derivability",
+    "DerivabilityReport",
+]
+
+OWNER = "geometric mechanism"
+
+
+def _alpha(alpha: Any) -> Any:
+    if isinstance(alpha, Fraction):
+        if not 0 < alpha < 1:
+            raise fail("alpha", OWNER, "a number in (0, 1)", alpha)
+        return alpha
+    return check_real(alpha, "alpha", OWNER, low=0.0, high=1.0, low_open=True, high_open=True)
+
+
+def geometric_matrix(n: int, alpha: float | Fraction) -> np.ndarray:
+    """Range-restricted geometric mechanism ``G_{n,alpha}`` (Definition 4).
+
+    Parameters
+    ----------
+    n : int
+        Largest count (>= 1).
+    alpha : float or Fraction
+        Privacy parameter in (0, 1). A :class:`~fractions.Fraction` gives an exact
+        object array.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n+1, n+1)``; row i is the output distribution when the true count is i.
+    """
+    n = check_int(n, "n", OWNER, low=1)
+    a = _alpha(alpha)
+    dist = np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :])
+    if isinstance(a, Fraction):
+        powers = np.array([a**k for k in range(n + 1)], dtype=object)
+        inner = (1 - a) / (1 + a)
+        edge = 1 / (1 + a)
+    else:
+        powers = a ** np.arange(n + 1, dtype=float)
+        inner = (1 - a) / (1 + a)
+        edge = 1 / (1 + a)
+    scale = np.array([edge] + [inner] * (n - 1) + [edge], dtype=object if isinstance(a, Fraction) else float)
+    return powers[dist] * scale[None, :]
+
+
+def remap_from_geometric(mechanism: np.ndarray, alpha: float | Fraction) -> np.ndarray:
+    """Solve ``G_{n,alpha} T = M`` for T exactly, in O(n^2), without forming an inverse.
+
+    Uses the tridiagonal ``G^{-1}`` derived in the module docstring. T is the
+    consumer's remap (Definition 3) when M is derivable; it always has unit row sums
+    when M does, but may have negative entries when M is not derivable.
+    """
+    m = np.asarray(mechanism)
+    if m.ndim != 2 or m.shape[0] < 2:
+        raise fail("mechanism", OWNER, "a 2-D matrix with at least 2 rows", m)
+    a = _alpha(alpha)
+    t = np.empty_like(m, dtype=object if m.dtype == object else float)
+    t[0] = (m[0] - a * m[1]) / (1 - a)
+    t[-1] = (m[-1] - a * m[-2]) / (1 - a)
+    t[1:-1] = three_term_condition(m, a) / (1 - a) ** 2
+    return t
+
+
+def three_term_condition(mechanism: np.ndarray, alpha: float | Fraction) -> np.ndarray:
+    """``(1 + alpha^2) x[r] - alpha (x[r-1] + x[r+1])`` for every interior row r (Theorem 2)."""
+    m = np.asarray(mechanism)
+    a = alpha
+    return (1 + a * a) * m[1:-1] - a * (m[:-2] + m[2:])
+
+
+@dataclass(frozen=True)
+class DerivabilityReport:
+    """Outcome of Theorem 2's test for one mechanism.
+
+    Attributes
+    ----------
+    derivable : bool
+        Whether ``M = G T`` with T row-stochastic (to ``tolerance``).
+    remap : numpy.ndarray
+        ``T = G^{-1} M`` (possibly with negative entries).
+    worst_entry : tuple of int
+        (row of T, column) of the most negative entry of T.
+    worst_value : float
+        That entry's value.
+    tolerance : float
+        Entries of T down to ``-tolerance`` count as zero (0 for exact input).
+    """
+
+    derivable: bool
+    remap: np.ndarray
+    worst_entry: tuple[int, int]
+    worst_value: float
+    tolerance: float
+
+
+def derivability(mechanism: np.ndarray, alpha: float | Fraction, *, tolerance: float = 1e-9) -> DerivabilityReport:
+    """Test whether ``mechanism`` can be derived from ``G_{n,alpha}`` (Theorem 2).
+
+    Parameters
+    ----------
+    mechanism : array_like
+        Square row-stochastic matrix; an object array of Fractions is tested exactly.
+    alpha : float or Fraction
+    tolerance : float
+        Negative entries of T above ``-tolerance`` are treated as round-off. Ignored
+        (taken as 0) for exact input.
+    """
+    m = np.asarray(mechanism)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise fail("mechanism", OWNER, "a square matrix", m)
+    exact = m.dtype == object
+    t = remap_from_geometric(m, alpha)
+    flat = int(np.argmin(np.asarray(t, dtype=float)))
+    row, col = divmod(flat, t.shape[1])
+    worst = t[row, col]
+    tol = 0.0 if exact else check_real(tolerance, "tolerance", OWNER, low=0.0)
+    return DerivabilityReport(
+        derivable=bool(worst >= -tol),
+        remap=t,
+        worst_entry=(row, col),
+        worst_value=float(worst),
+        tolerance=tol,
+    )
+
+
+def two_sided_geometric(alpha: float, size: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    """Draw Definition 1's noise: the difference of two i.i.d. geometric variables.
+
+    If ``X, Y`` count failures before a success of probability ``1 - alpha``, then
+    ``Pr[X - Y = z] = (1 - alpha) / (1 + alpha) * alpha**|z|``.
+    """
+    a = _alpha(alpha)
+    if not isinstance(rng, np.random.Generator):
+        raise fail("rng", OWNER, "a numpy.random.Generator", rng)
+    return rng.geometric(1 - a, size=size) - rng.geometric(1 - a, size=size)
+
+
+def sample_geometric_release(
+    true_value: int, n: int, alpha: float, size: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Release ``clip(true_value + Z, 0, n)``, which has exactly the law of row ``true_value`` of G."""
+    n = check_int(n, "n", OWNER, low=1)
+    v = check_int(true_value, "true_value", OWNER, low=0, high=n)
+    return np.clip(v + two_sided_geometric(alpha, size, rng), 0, n)

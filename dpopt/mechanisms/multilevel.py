@@ -1,0 +1,84 @@
+"""Collusion-resistant release at several privacy levels (Gupte & Sundararajan, Section 4.1).
+
+Lemma 3: for alpha < beta, ``G_beta = G_alpha T_{alpha,beta}`` with T stochastic.
+Algorithm 1 releases ``r_1 ~ G_{alpha_1}(true)``, then ``r_{i+1} ~ T_{i+1}(r_i)``, so
+each r_i has exactly the law of ``G_{alpha_i}`` (the chain's marginal) and any
+colluding set learns no more than its least private member (Lemma 4).
+
+The paper's Algorithm 1 loops ``for 1 <= i <= k`` when computing ``T_{i+1}``; the
+last iteration would need ``alpha_{k+1}``, which does not exist: the loop runs to k-1.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+from dpopt.mechanisms.geometric import geometric_matrix, remap_from_geometric
+from dpopt.sampling import RandomSource, uniforms
+from dpopt.validation import fail
+
+__all__ = ["level_remap", "chain_remaps", "chain_marginals", "sample_chain", "verify_chain_exact"]
+
+
+def level_remap(n: int, alpha: float | Fraction, beta: float | Fraction) -> np.ndarray:
+    """``T_{alpha,beta} = G_alpha^{-1} G_beta`` (Lemma 3), by the exact tridiagonal solve.
+
+    Raises
+    ------
+    InvalidParameterError
+        Unless ``alpha < beta``.
+    """
+    if not alpha < beta:
+        raise fail("beta", "level_remap", f"a privacy level larger than alpha = {alpha}", beta)
+    return remap_from_geometric(geometric_matrix(n, beta), alpha)
+
+
+def chain_remaps(n: int, alphas: Sequence[float | Fraction]) -> list[np.ndarray]:
+    """The post-processing matrices ``T_2 .. T_k`` of Algorithm 1."""
+    return [level_remap(n, a, b) for a, b in zip(alphas[:-1], alphas[1:])]
+
+
+def chain_marginals(n: int, alphas: Sequence[float | Fraction]) -> list[np.ndarray]:
+    """Marginal mechanism of each level: ``G_{alpha_1} T_2 ... T_i`` for i = 1..k."""
+    marginal = geometric_matrix(n, alphas[0])
+    result = [marginal]
+    for remap in chain_remaps(n, alphas):
+        marginal = marginal @ remap
+        result.append(marginal)
+    return result
+
+
+def verify_chain_exact(n: int, alphas: Sequence[float]) -> bool:
+    """Check in exact rational arithmetic that every level's marginal is ``G_{alpha_i}``.
+
+    The floats ``alphas`` are converted exactly to fractions; the remaps are
+    computed exactly, checked non-negative, and the chain product is compared with
+    ``G_{alpha_i}`` entry by entry (no tolerance).
+    """
+    exact = [Fraction(a) for a in alphas]
+    remaps = chain_remaps(n, exact)
+    if any(min(t.ravel()) < 0 for t in remaps):
+        return False
+    marginals = chain_marginals(n, exact)
+    return all(np.array_equal(m, geometric_matrix(n, a)) for m, a in zip(marginals, exact))
+
+
+def sample_chain(
+    first: np.ndarray, remaps: Sequence[np.ndarray], row: int, count: int, source: RandomSource
+) -> np.ndarray:
+    """Algorithm 1's release: ``count`` independent chains ``(r_1, .., r_k)`` for true input ``row``."""
+    out = np.empty((count, len(remaps) + 1), dtype=int)
+    out[:, 0] = _inverse_cdf(np.broadcast_to(first[row], (count, first.shape[1])), source)
+    for level, remap in enumerate(remaps, start=1):
+        out[:, level] = _inverse_cdf(remap[out[:, level - 1]], source)
+    return out
+
+
+def _inverse_cdf(rows: np.ndarray, source: RandomSource) -> np.ndarray:
+    cdf = np.cumsum(np.clip(rows, 0.0, None), axis=1)
+    cdf /= cdf[:, -1:]
+    u = uniforms(source, rows.shape[0])
+    return (cdf > u[:, None]).argmax(axis=1)

@@ -1,0 +1,100 @@
+"""Methods for :class:`~dpopt.problems.count_query.CountQuery`.
+
+* ``lp`` -- the GS LP of Section 2.5 (exact).
+* ``interaction`` -- deploy the geometric mechanism and let the consumer post-process
+  optimally (Section 2.4.3); Theorem 1 says this reaches the GS optimum (exact). The
+  returned mechanism ``G T`` is private by construction (post-processing of G).
+* ``geometric`` -- the geometric mechanism itself, no remap (an upper bound).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpopt.certificates import certify, repair as repair_matrix
+from dpopt.mechanisms.geometric import geometric_matrix
+from dpopt.problems.count_query import CountQuery
+from dpopt.programs.count_query import build_gs_program, build_interaction_program
+from dpopt.registry import register
+from dpopt.solution import Solution, mechanism_frame
+from dpopt.solvers import run_program
+
+__all__ = ["row_losses", "worst_case_loss"]
+
+KIND = "count_query"
+
+
+def row_losses(problem: CountQuery, mechanism: np.ndarray) -> pd.Series:
+    """Expected loss ``sum_r l(i, r) x[i, r]`` for every i in the side information."""
+    s = list(problem.support)
+    values = np.einsum("ir,ir->i", problem.loss_matrix[s], np.asarray(mechanism, dtype=float)[s])
+    return pd.Series(values, index=pd.Index(s, name="true"), name="expected_loss")
+
+
+def worst_case_loss(problem: CountQuery, mechanism: np.ndarray) -> float:
+    """The minimax objective of Eq. (1) evaluated on ``mechanism``."""
+    return float(row_losses(problem, mechanism).max())
+
+
+def _solution(problem: CountQuery, x: np.ndarray, certificate: Any, **fields: Any) -> Solution:
+    losses = row_losses(problem, x)
+    return Solution(
+        problem=problem,
+        certificate=certificate,
+        mechanism=mechanism_frame(x),
+        row_loss=losses,
+        objective=float(losses.max()),
+        exact=True,
+        seconds=0.0,
+        **fields,
+    )
+
+
+def _lp_cost(problem: CountQuery) -> float:
+    return float(problem.n + 1) ** 3
+
+
+@register(KIND, "lp", exact=True, uses_solver=True, cost=_lp_cost, summary="GS LP (Section 2.5)")
+def solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
+    program = build_gs_program(problem)
+    info = run_program(program.program, solver=solver, owner="count_query lp")
+    if repair:
+        x, cert = repair_matrix(program.x.value, problem.epsilon)
+    else:
+        x = program.x.value
+        cert = certify(x, problem.epsilon)
+    return _solution(
+        problem, x, cert, method="lp", solver=info.solver, status=info.status,
+        details={"solver_objective": info.objective},
+    )
+
+
+@register(
+    KIND, "interaction", exact=True, uses_solver=True, cost=lambda p: 1.5 * _lp_cost(p),
+    summary="geometric mechanism + consumer's optimal remap (Theorem 1)",
+)
+def solve_interaction(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
+    g = geometric_matrix(problem.n, problem.alpha)
+    program = build_interaction_program(problem, g)
+    info = run_program(program.program, solver=solver, owner="count_query interaction")
+    remap = np.clip(program.remap.value, 0.0, None)
+    remap /= remap.sum(axis=1, keepdims=True)  # any row-stochastic remap keeps G's privacy
+    x = g @ remap
+    cert = certify(x, problem.epsilon, method="by_construction: geometric mechanism + stochastic remap")
+    return _solution(
+        problem, x, cert, method="interaction", solver=info.solver, status=info.status,
+        details={"solver_objective": info.objective, "remap": mechanism_frame(remap)},
+    )
+
+
+@register(
+    KIND, "geometric", exact=False, uses_solver=False, cost=lambda p: float(p.n + 1) ** 2 * 1e-3,
+    summary="geometric mechanism G (Definition 4), no remap: an upper bound",
+)
+def solve_geometric(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
+    g = geometric_matrix(problem.n, problem.alpha)
+    cert = certify(g, problem.epsilon, method="by_construction: geometric mechanism")
+    return _solution(problem, g, cert, method="geometric", solver="none", status="closed_form")

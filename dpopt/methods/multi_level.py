@@ -1,0 +1,85 @@
+"""Methods for :class:`~dpopt.problems.multi_level.MultiLevelRelease` (Algorithm 1).
+
+* ``closed_form`` -- ``T_{alpha,beta} = G_alpha^{-1} G_beta`` by the exact tridiagonal solve.
+* ``lp`` -- each ``T`` as the feasibility LP ``G_alpha T = G_beta``, T row-stochastic
+  (an independent route to the same remaps; T is unique because G is invertible).
+
+The objective is the largest deviation of any level's chain marginal from
+``G_{alpha_i}`` (zero up to round-off); the certificate is that of level 1, which
+bounds what any coalition learns (Lemma 4). ``details["levels"]`` certifies each level.
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from dpopt.certificates import certify
+from dpopt.mechanisms.geometric import geometric_matrix
+from dpopt.mechanisms.multilevel import level_remap, sample_chain
+from dpopt.problems.multi_level import MultiLevelRelease
+from dpopt.registry import register
+from dpopt.sampling import RandomSource
+from dpopt.solution import Solution, mechanism_frame
+from dpopt.solvers import run_program
+
+KIND = "multi_level_release"
+
+
+def _solution(problem: MultiLevelRelease, remaps: list[np.ndarray], **fields: object) -> Solution:
+    first = geometric_matrix(problem.n, problem.levels[0])
+    marginal, deviation, levels = first, 0.0, []
+    for i, alpha in enumerate(problem.levels):
+        if i:
+            marginal = marginal @ remaps[i - 1]
+        target = geometric_matrix(problem.n, alpha)
+        deviation = max(deviation, float(np.abs(marginal - target).max()))
+        cert = certify(marginal, -np.log(alpha))
+        levels.append({"alpha": alpha, "epsilon": float(-np.log(alpha)), "certificate": cert.to_dict()})
+    clean = [np.clip(t, 0.0, None) / np.clip(t, 0.0, None).sum(axis=1, keepdims=True) for t in remaps]
+
+    def sampler(row: int, count: int, source: RandomSource) -> np.ndarray:
+        return sample_chain(first, clean, row, count, source)
+
+    cert = certify(first, problem.epsilon, method="by_construction: level 1 is the geometric mechanism; later levels post-process it")
+    ok_all = cert.ok and all(level["certificate"]["ok"] for level in levels)
+    if not ok_all:
+        cert = certify(first, problem.epsilon, method="level certificate failed")
+    return Solution(
+        problem=problem,
+        certificate=cert,
+        mechanism=mechanism_frame(first),
+        objective=deviation,
+        exact=True,
+        seconds=0.0,
+        details={"levels": levels, "remaps": [mechanism_frame(t) for t in clean]},
+        sampler=sampler,
+        **fields,
+    )
+
+
+@register(KIND, "closed_form", exact=True, uses_solver=False, cost=lambda p: len(p.levels) * (p.n + 1) ** 2, summary="T = G_a^-1 G_b by the tridiagonal inverse (Lemma 3)")
+def solve_closed_form(problem: MultiLevelRelease, solver: str | None, repair: bool) -> Solution:
+    levels = problem.levels
+    remaps = [level_remap(problem.n, a, b) for a, b in zip(levels[:-1], levels[1:])]
+    return _solution(problem, remaps, method="closed_form", solver="none", status="closed_form")
+
+
+@register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: len(p.levels) * (p.n + 1) ** 3, summary="feasibility LP G_a T = G_b per level pair")
+def solve_lp(problem: MultiLevelRelease, solver: str | None, repair: bool) -> Solution:
+    remaps, solvers, statuses = [], set(), set()
+    for a, b in zip(problem.levels[:-1], problem.levels[1:]):
+        size = problem.n + 1
+        t = cp.Variable((size, size), nonneg=True, name="T")
+        program = cp.Problem(
+            cp.Minimize(0),
+            [cp.sum(t, axis=1) == 1, geometric_matrix(problem.n, a) @ t == geometric_matrix(problem.n, b)],
+        )
+        info = run_program(program, solver=solver, owner="multi_level_release lp")
+        remaps.append(t.value)
+        solvers.add(info.solver)
+        statuses.add(info.status)
+    return _solution(
+        problem, remaps, method="lp",
+        solver=",".join(sorted(solvers)) or "none", status=",".join(sorted(statuses)) or "optimal",
+    )

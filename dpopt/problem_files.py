@@ -1,0 +1,81 @@
+"""Problem files: TOML, one problem per file, ``kind`` first.
+
+Besides the problem's own fields a file may carry reference metadata, used by tests,
+notebooks and benchmarks: ``title``, ``source`` (paper, table, equation) and
+``expected_objective`` (the verified optimum, when known).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from dpopt.problems.count_query import CountQuery
+from dpopt.problems.multi_level import MultiLevelRelease
+from dpopt.validation import DPOptError, InvalidParameterError, fail
+
+__all__ = ["ProblemFile", "load_problem", "read_problem_file", "problem_from_dict", "PROBLEM_KINDS"]
+
+METADATA_KEYS = ("title", "source", "expected_objective")
+
+#: kind -> (constructor, fields it accepts)
+PROBLEM_KINDS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
+    "count_query": (CountQuery, ("n", "alpha", "epsilon", "loss", "side_information")),
+    "multi_level_release": (MultiLevelRelease, ("n", "alphas", "epsilons")),
+}
+
+
+@dataclass(frozen=True)
+class ProblemFile:
+    """A problem read from a file, with its reference metadata."""
+
+    problem: Any
+    path: Path
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def problem_from_dict(data: dict[str, Any], origin: str = "problem file") -> Any:
+    """Build a problem from a dict with ``kind`` and the kind's fields (metadata keys ignored)."""
+    if "kind" not in data:
+        raise fail("kind", origin, "present, one of " + ", ".join(repr(k) for k in PROBLEM_KINDS), None)
+    kind = data["kind"]
+    if kind not in PROBLEM_KINDS:
+        raise fail("kind", origin, "one of " + ", ".join(repr(k) for k in PROBLEM_KINDS), kind)
+    constructor, allowed = PROBLEM_KINDS[kind]
+    unknown = sorted(set(data) - set(allowed) - {"kind", *METADATA_KEYS})
+    if unknown:
+        raise fail(unknown[0], origin, f"absent: {kind} accepts " + ", ".join(allowed), data[unknown[0]])
+    return constructor(**{key: data[key] for key in allowed if key in data})
+
+
+def read_problem_file(path: str | Path) -> ProblemFile:
+    """Read and validate a TOML problem file.
+
+    Raises
+    ------
+    InvalidParameterError
+        For a missing or unreadable file, invalid TOML, or any invalid field.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise fail("PROBLEM", "dpopt", "a readable TOML problem file", f"{path} ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise fail("PROBLEM", "dpopt", "valid TOML", f"{path}: {exc}") from None
+    try:
+        problem = problem_from_dict(data, origin=file.name)
+    except InvalidParameterError:
+        raise
+    except (DPOptError, TypeError) as exc:  # pragma: no cover - defensive
+        raise fail("PROBLEM", "dpopt", "a valid problem", str(exc)) from None
+    return ProblemFile(problem=problem, path=file, metadata={k: data[k] for k in METADATA_KEYS if k in data})
+
+
+def load_problem(path: str | Path) -> Any:
+    """The problem in a TOML file (see :func:`read_problem_file`)."""
+    return read_problem_file(path).problem

@@ -1,0 +1,82 @@
+"""Drawing releases from certified mechanisms.
+
+Randomness always comes from a source the caller controls: a seeded
+:class:`numpy.random.Generator`, a seed, or the operating system's secure source
+(:mod:`secrets`) for production releases. There is no global RNG anywhere in dpopt.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Union
+
+import numpy as np
+
+from dpopt.certificates import Certificate
+from dpopt.validation import check_int, fail
+
+__all__ = ["RandomSource", "SecureRandom", "resolve_rng", "uniforms", "sample_row"]
+
+
+class SecureRandom:
+    """Uniform draws from the operating system's secure source (``secrets``).
+
+    Each uniform uses 53 random bits, so it is an exact multiple of 2**-53 in [0, 1).
+    """
+
+    def random(self, size: int) -> np.ndarray:
+        return np.array([secrets.randbits(53) for _ in range(size)], dtype=float) / 2.0**53
+
+    def __repr__(self) -> str:
+        return "SecureRandom()"
+
+
+RandomSource = Union[np.random.Generator, SecureRandom]
+
+
+def resolve_rng(rng: Any = None, *, secure: bool = False) -> RandomSource:
+    """Turn ``rng`` into a random source.
+
+    Parameters
+    ----------
+    rng : Generator, int, or None
+        A Generator is used as is; an int seeds a new PCG64 Generator; ``None``
+        draws a fresh seed from the OS (never a global RNG).
+    secure : bool
+        Use :class:`SecureRandom` (``rng`` must then be None).
+    """
+    if secure:
+        if rng is not None:
+            raise fail("rng", "sampling", "None when secure=True", rng)
+        return SecureRandom()
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, np.random.Generator):
+        return rng
+    seed = check_int(rng, "seed", "sampling", low=0)
+    return np.random.default_rng(seed)
+
+
+def uniforms(source: RandomSource, size: int) -> np.ndarray:
+    """``size`` uniforms in [0, 1) from ``source``."""
+    return source.random(size)
+
+
+def sample_row(
+    matrix: np.ndarray,
+    row: int,
+    count: int,
+    certificate: Certificate,
+    source: RandomSource,
+) -> np.ndarray:
+    """Draw ``count`` outputs for true input ``row`` by inverse CDF on that row.
+
+    Refuses to sample unless ``certificate.ok``: an uncertified mechanism never
+    releases anything. A zero-probability output is never drawn.
+    """
+    if not certificate.ok:
+        raise fail("certificate", "sampling", "a passing privacy certificate (ok = true)", certificate.to_dict())
+    count = check_int(count, "count", "sampling", low=1)
+    cdf = np.cumsum(np.asarray(matrix, dtype=float)[row])
+    cdf /= cdf[-1]  # the row sums to 1 within round-off; make the last step exact
+    return np.searchsorted(cdf, uniforms(source, count), side="right")

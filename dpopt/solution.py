@@ -1,0 +1,153 @@
+"""The result of solving a problem: what, how, the decoded mechanism and its certificate."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from dpopt.certificates import Certificate
+from dpopt.sampling import RandomSource, resolve_rng, sample_row
+from dpopt.validation import check_int, fail
+
+__all__ = ["Solution", "mechanism_frame"]
+
+Sampler = Callable[[int, int, RandomSource], np.ndarray]
+
+
+def mechanism_frame(matrix: np.ndarray, rows: Any = None, columns: Any = None) -> pd.DataFrame:
+    """Label a mechanism matrix: index = true value, columns = released value."""
+    x = np.asarray(matrix, dtype=float)
+    index = pd.Index(range(x.shape[0]) if rows is None else rows, name="true")
+    cols = pd.Index(range(x.shape[1]) if columns is None else columns, name="released")
+    return pd.DataFrame(x, index=index, columns=cols)
+
+
+@dataclass(frozen=True, eq=False)
+class Solution:
+    """A solved problem.
+
+    Attributes
+    ----------
+    problem : the problem solved
+    method : str
+        Registered method that produced it (``"lp"``, ``"interaction"``, ...).
+    exact : bool
+        Whether ``objective`` is the optimum (else an upper bound on it).
+    solver, status : str
+        Solver used (``"none"`` for closed forms) and its final status.
+    seconds : float
+        Wall time of the method (build, solve, decode, certify).
+    objective : float
+        The exact objective of the *returned* mechanism (after any repair).
+    certificate : Certificate
+        Measured privacy of the returned mechanism.
+    mechanism : pandas.DataFrame
+        Index: true value; columns: released value.
+    row_loss : pandas.Series or None
+        Expected loss per true value in the side information.
+    details : dict
+        Method-specific extras (``solver_objective``, ``remap``, ``levels`` ...).
+    """
+
+    problem: Any
+    method: str
+    exact: bool
+    solver: str
+    status: str
+    seconds: float
+    objective: float
+    certificate: Certificate
+    mechanism: pd.DataFrame
+    row_loss: pd.Series | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    sampler: Sampler | None = field(default=None, repr=False)
+
+    @property
+    def kind(self) -> str:
+        return self.problem.kind
+
+    @property
+    def alpha(self) -> float:
+        return self.problem.alpha
+
+    @property
+    def epsilon(self) -> float:
+        return self.problem.epsilon
+
+    def with_timing(self, *, method: str, exact: bool, seconds: float) -> "Solution":
+        return dataclasses.replace(self, method=method, exact=exact, seconds=seconds)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary (the CLI's output): kind, method, solver, status, objective, ..."""
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "method": self.method,
+            "exact": self.exact,
+            "solver": self.solver,
+            "status": self.status,
+            "objective": _json_float(self.objective),
+            "seconds": self.seconds,
+            "alpha": self.alpha,
+            "epsilon": self.epsilon,
+            "certificate": self.certificate.to_dict(),
+        }
+        for key, value in self.details.items():
+            if isinstance(value, (int, float, str, bool)) or (
+                isinstance(value, list) and all(isinstance(v, (int, float, str, bool, dict)) for v in value)
+            ):
+                data[key] = _json_float(value) if isinstance(value, float) else value
+        return data
+
+    def sample(
+        self, true_value: int, count: int = 1, *, rng: Any = None, secure: bool = False
+    ) -> np.ndarray:
+        """Draw ``count`` releases for ``true_value``.
+
+        Parameters
+        ----------
+        true_value : int
+            The true input (a row label of ``mechanism``).
+        count : int
+            Number of independent releases.
+        rng : numpy.random.Generator or int, optional
+            Seeded source; ``None`` draws a fresh OS seed.
+        secure : bool
+            Draw uniforms from :mod:`secrets` instead.
+
+        Returns
+        -------
+        numpy.ndarray
+            Released values (column labels); for multi-level releases an array
+            of shape (count, k), one column per level.
+        """
+        rows = list(self.mechanism.index)
+        if isinstance(true_value, bool) or true_value not in rows:
+            raise fail("true_value", self.kind, f"one of the inputs {rows[0]}..{rows[-1]}", true_value)
+        count = check_int(count, "count", self.kind, low=1)
+        source = resolve_rng(rng, secure=secure)
+        if not self.certificate.ok:
+            raise fail("certificate", self.kind, "a passing privacy certificate before sampling", self.certificate.to_dict())
+        row = rows.index(true_value)
+        if self.sampler is not None:
+            return self.sampler(row, count, source)
+        drawn = sample_row(self.mechanism.to_numpy(), row, count, self.certificate, source)
+        return self.mechanism.columns.to_numpy()[drawn]
+
+    def export(self, path: str) -> None:
+        """Write the mechanism with its certificate; the format follows the suffix.
+
+        ``.csv`` (matrix, with metadata in ``<path>.meta.json``), ``.json``,
+        ``.parquet`` (metadata in the schema), ``.npz``. Refuses an uncertified
+        mechanism; writes atomically (nothing is left behind on failure).
+        """
+        from dpopt.export import export_solution
+
+        export_solution(self, path)
+
+
+def _json_float(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None

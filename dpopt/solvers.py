@@ -1,0 +1,95 @@
+"""Running cvxpy programs on real solvers, with per-solver tolerances.
+
+LPs default to HiGHS, conic programs to Clarabel; SCS is available for scale. The
+tolerances below are tighter than the solvers' defaults because privacy constraints
+are what is being optimised: HiGHS's default feasibility tolerance (1e-7) lets the
+GS LP break privacy by ~1e-8, and its default ``small_matrix_value`` (1e-9) silently
+drops the tiny coefficients of geometric kernels.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import cvxpy as cp
+
+from dpopt.validation import SolverError, fail
+
+__all__ = ["SolveInfo", "run_program", "installed_solvers", "SOLVER_OPTIONS", "default_solver"]
+
+#: Options passed to each solver (names as cvxpy/solver expect them).
+SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
+    "HIGHS": {
+        "primal_feasibility_tolerance": 1e-10,
+        "dual_feasibility_tolerance": 1e-10,
+        "small_matrix_value": 1e-12,
+    },
+    "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
+    "SCS": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
+}
+
+#: Relative accuracy each solver reaches on our LPs with the options above.
+SOLVER_ACCURACY: dict[str, float] = {"HIGHS": 1e-9, "CLARABEL": 1e-7, "SCS": 1e-4}
+
+
+@dataclass(frozen=True)
+class SolveInfo:
+    """How a program was solved."""
+
+    solver: str
+    status: str
+    seconds: float
+    objective: float
+
+
+def installed_solvers() -> list[str]:
+    """Solvers cvxpy can call on this machine."""
+    return list(cp.installed_solvers())
+
+
+def default_solver(is_lp: bool) -> str:
+    return "HIGHS" if is_lp else "CLARABEL"
+
+
+def _check_solver(solver: str, owner: str) -> str:
+    name = solver.upper()
+    available = installed_solvers()
+    if name not in available:
+        raise fail("solver", owner, "one of " + ", ".join(available), solver)
+    return name
+
+
+def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = "program") -> SolveInfo:
+    """Solve ``program`` and return how; raise :class:`SolverError` unless optimal.
+
+    HiGHS is retried once without presolve when it fails (dual simplex can fail
+    after presolve on badly scaled geometric kernels, e.g. alpha = 0.9).
+    """
+    name = _check_solver(solver or default_solver(program.is_dcp() and _is_lp(program)), owner)
+    options = dict(SOLVER_OPTIONS.get(name, {}))
+    start = time.perf_counter()
+    status = _attempt(program, name, options)
+    if status != cp.OPTIMAL and name == "HIGHS":
+        status = _attempt(program, name, {**options, "presolve": "off"})
+    seconds = time.perf_counter() - start
+    if status != cp.OPTIMAL:
+        raise SolverError(name, str(status), f"({owner})")
+    return SolveInfo(solver=name, status=str(status), seconds=seconds, objective=float(program.value))
+
+
+def _attempt(program: cp.Problem, solver: str, options: dict[str, Any]) -> str:
+    try:
+        with warnings.catch_warnings():
+            # cvxpy warns "Solution may be inaccurate"; we report the status instead.
+            warnings.simplefilter("ignore", UserWarning)
+            program.solve(solver=solver, **options)
+    except cp.error.SolverError as exc:
+        return f"solver_error: {exc}"
+    return str(program.status)
+
+
+def _is_lp(program: cp.Problem) -> bool:
+    return all(c.__class__.__name__ in {"Equality", "Inequality", "Zero", "NonNeg", "NonPos"} for c in program.constraints) and program.objective.expr.is_affine()

@@ -1,0 +1,94 @@
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
+
+import dpopt
+from dpopt.mechanisms.geometric import (
+    derivability,
+    geometric_matrix,
+    remap_from_geometric,
+    sample_geometric_release,
+    three_term_condition,
+    two_sided_geometric,
+)
+from dpopt.validation import InvalidParameterError
+
+F = Fraction
+APPENDIX_B = np.array(
+    [[F(1, 9), F(2, 9), F(4, 9), F(2, 9)], [F(2, 9), F(1, 9), F(2, 9), F(4, 9)],
+     [F(4, 9), F(2, 9), F(1, 9), F(2, 9)], [F(13, 18), F(1, 9), F(1, 18), F(1, 9)]],
+    dtype=object,
+)
+
+
+def test_definition_4_in_exact_arithmetic():
+    g = geometric_matrix(3, F(1, 4))
+    assert list(g[0]) == [F(4, 5), F(3, 20), F(3, 80), F(1, 80)]
+    assert all(sum(row) == 1 for row in g)
+
+
+@given(st.integers(1, 30), st.floats(0.01, 0.99))
+def test_g_is_stochastic_and_exactly_alpha_private(n, alpha):
+    g = geometric_matrix(n, alpha)
+    np.testing.assert_allclose(g.sum(axis=1), 1, atol=1e-12)
+    cert = dpopt.certify(g, -np.log(alpha))
+    assert cert.ok and cert.max_privacy_loss == pytest.approx(-np.log(alpha), rel=1e-9)
+
+
+@given(st.integers(1, 15), st.floats(0.05, 0.95), st.integers(0, 2**32 - 1))
+def test_remap_solves_g_t_equals_m(n, alpha, seed):
+    m = np.random.default_rng(seed).dirichlet(np.ones(n + 1), n + 1)
+    t = remap_from_geometric(m, alpha)
+    np.testing.assert_allclose(t, np.linalg.solve(geometric_matrix(n, alpha), m), atol=1e-8 * (1 / (1 - alpha)) ** 2)
+    np.testing.assert_allclose(t.sum(axis=1), 1, atol=1e-9)
+
+
+def test_remap_is_exact_on_fractions():
+    t = remap_from_geometric(APPENDIX_B, F(1, 2))
+    assert (geometric_matrix(3, F(1, 2)) @ t == APPENDIX_B).all()
+
+
+def test_appendix_b_is_private_but_not_derivable():
+    assert dpopt.certify(APPENDIX_B.astype(float), np.log(2)).ok
+    assert three_term_condition(APPENDIX_B, F(1, 2))[0, 1] == F(-3, 4) / 9  # the paper's -0.75/9
+    report = derivability(APPENDIX_B, F(1, 2))
+    assert not report.derivable and report.worst_value < 0
+    assert not derivability(APPENDIX_B.astype(float), 0.5).derivable
+
+
+def test_optimal_mechanism_from_interaction_is_derivable():
+    solution = dpopt.solve(dpopt.CountQuery(n=6, alpha=0.4, loss="squared"), "interaction")
+    report = derivability(solution.mechanism.to_numpy(), 0.4)
+    assert report.derivable
+    np.testing.assert_allclose(report.remap, solution.details["remap"].to_numpy(), atol=1e-7)
+
+
+def test_two_sided_geometric_matches_its_pmf():
+    alpha = 0.6
+    z = two_sided_geometric(alpha, 200_000, np.random.default_rng(7))
+    support = np.arange(-8, 9)
+    pmf = (1 - alpha) / (1 + alpha) * alpha ** np.abs(support)
+    observed = np.array([(z == k).sum() for k in support] + [(np.abs(z) > 8).sum()])
+    expected = np.append(pmf, 1 - pmf.sum()) * z.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    wrong = np.append((1 - 0.5) / 1.5 * 0.5 ** np.abs(support), 0)
+    wrong[-1] = 1 - wrong[:-1].sum()
+    assert stats.chisquare(observed, wrong * z.size).pvalue < 1e-6
+    assert np.mean(np.abs(z)) == pytest.approx(2 * alpha / (1 - alpha**2), rel=0.02)
+
+
+def test_range_restricted_release_has_the_law_of_g():
+    n, alpha, true = 6, 0.5, 2
+    draws = sample_geometric_release(true, n, alpha, 100_000, np.random.default_rng(3))
+    observed = np.bincount(draws, minlength=n + 1)
+    assert stats.chisquare(observed, geometric_matrix(n, alpha)[true] * draws.size).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("alpha", [0, 1, -0.1, 1.5, "0.5"])
+def test_bad_alpha_rejected(alpha):
+    with pytest.raises(InvalidParameterError, match="'alpha'"):
+        geometric_matrix(3, alpha)

@@ -1,0 +1,43 @@
+import math
+
+import numpy as np
+import pytest
+
+from dpopt.validation import InvalidParameterError, SolverError, check_choice, check_int, check_real
+
+
+def test_message_format_names_parameter_owner_allowed_and_value():
+    with pytest.raises(InvalidParameterError) as info:
+        check_real(1.5, "alpha", "count_query", low=0, high=1, low_open=True, high_open=True)
+    assert str(info.value) == "The 'alpha' parameter of count_query must be a float in (0, 1). Got 1.5 instead."
+    assert info.value.parameter == "alpha"
+
+
+@pytest.mark.parametrize("bad", [True, "1", None, math.nan, math.inf, [1.0]])
+def test_check_real_rejects_non_numbers(bad):
+    with pytest.raises(InvalidParameterError):
+        check_real(bad, "x", "owner")
+
+
+def test_check_real_bounds_open_and_closed():
+    assert check_real(0, "x", "o", low=0) == 0.0
+    with pytest.raises(InvalidParameterError):
+        check_real(0, "x", "o", low=0, low_open=True)
+    assert check_real(np.float32(0.5), "x", "o", high=1) == 0.5
+
+
+@pytest.mark.parametrize("bad", [1.0, True, "3", -1])
+def test_check_int(bad):
+    with pytest.raises(InvalidParameterError):
+        check_int(bad, "n", "count_query", low=0)
+    assert check_int(np.int64(3), "n", "count_query", low=1) == 3
+
+
+def test_check_choice_lists_options():
+    with pytest.raises(InvalidParameterError, match="'a', 'b'"):
+        check_choice("c", "method", "x", ["a", "b"])
+
+
+def test_solver_error_names_solver_and_status():
+    err = SolverError("HIGHS", "infeasible")
+    assert "HIGHS" in str(err) and "infeasible" in str(err)
