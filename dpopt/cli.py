@@ -101,7 +101,10 @@ def _run(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpopt`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, one line printed)
+        return int(exc.code or 0)
     try:
         _run(args)
     except InvalidParameterError as exc:

@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpopt
+from dpopt.certificates import Certificate, certify, repair
+from dpopt.mechanisms.geometric import geometric_matrix
+
+
+def test_zero_over_zero_is_no_loss_and_zero_beside_mass_is_infinite():
+    both_zero = np.array([[0.5, 0.5, 0.0], [0.4, 0.6, 0.0]])
+    assert certify(both_zero, 1.0).ok
+    one_zero = np.array([[0.5, 0.5, 0.0], [0.4, 0.5, 0.1]])
+    cert = certify(one_zero, 5.0)
+    assert cert.max_privacy_loss == np.inf and not cert.ok and cert.worst_pair == (0, 1, 2)
+
+
+def test_measured_loss_and_worst_pair():
+    x = np.array([[0.8, 0.2], [0.4, 0.6]])
+    cert = certify(x, np.log(3))
+    assert cert.max_privacy_loss == pytest.approx(np.log(3)) and cert.ok and cert.worst_pair[2] == 1
+    assert not certify(x, np.log(2.9)).ok
+
+
+def test_row_sums_and_negative_entries_fail():
+    assert not certify(np.array([[0.5, 0.6], [0.5, 0.5]]), 10).ok
+    assert not certify(np.array([[1.1, -0.1], [1.0, 0.0]]), 10).ok
+
+
+def test_custom_neighbour_pairs():
+    x = np.array([[0.9, 0.1], [0.5, 0.5], [0.1, 0.9]])
+    assert certify(x, np.log(9) + 1e-9, pairs=np.array([[0, 2]])).ok
+    assert not certify(x, np.log(5), pairs=np.array([[0, 2]])).ok
+
+
+@given(st.integers(2, 15), st.floats(0.1, 0.9), st.floats(1e-9, 1e-3), st.integers(0, 2**32 - 1))
+def test_repair_restores_privacy_of_perturbed_mechanisms(n, alpha, size, seed):
+    rng = np.random.default_rng(seed)
+    noisy = geometric_matrix(n, alpha) + size * rng.standard_normal((n + 1, n + 1))
+    epsilon = -np.log(alpha)
+    fixed, cert = repair(noisy, epsilon)
+    assert cert.ok and certify(fixed, epsilon).ok
+    assert cert.mixing_weight <= 1.0
+    # the repair moves the matrix by no more than the perturbation needs
+    assert np.abs(fixed - geometric_matrix(n, alpha)).max() <= 50 * size * (n + 1) / (1 - alpha)
+
+
+def test_repair_leaves_feasible_matrices_alone():
+    g = geometric_matrix(5, 0.5)
+    fixed, cert = repair(g, np.log(2))
+    np.testing.assert_allclose(fixed, g)
+    assert cert.mixing_weight == 0.0
+
+
+def test_solver_near_feasibility_is_repaired_in_solutions():
+    solution = dpopt.solve(dpopt.CountQuery(n=12, alpha=0.9, loss="squared"), "lp")
+    assert solution.certificate.ok
+    assert solution.objective == pytest.approx(solution.details["solver_objective"], rel=1e-8)
+
+
+def test_certificate_round_trips_through_dict():
+    cert = certify(np.array([[1.0, 0.0], [0.0, 1.0]]), 1.0)
+    again = Certificate.from_dict(cert.to_dict())
+    assert again == cert and cert.to_dict()["max_privacy_loss"] is None

@@ -1,0 +1,93 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dpopt import cli
+from tests.conftest import PROBLEMS
+
+TABLE1 = str(PROBLEMS / "gupte_sundararajan_table1.toml")
+
+
+def run(capsys, *args):
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_solve_prints_the_contract_fields(capsys):
+    code, out, err = run(capsys, "solve", TABLE1)
+    data = json.loads(out)
+    assert code == 0 and err == ""
+    for key in ("kind", "method", "solver", "status", "objective", "seconds", "alpha", "epsilon"):
+        assert key in data
+    assert set(data["certificate"]) >= {"max_privacy_loss", "target", "ok"}
+    assert data["objective"] == pytest.approx(168 / 415, abs=1e-9) and data["certificate"]["ok"]
+
+
+def test_compare_prints_one_object_per_method(capsys):
+    code, out, _ = run(capsys, "compare", TABLE1)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and {r["method"] for r in rows} == {"lp", "interaction", "geometric"}
+    exact = [r for r in rows if r["exact"]]
+    assert all(r["objective"] == pytest.approx(168 / 415, abs=1e-9) for r in exact)
+
+
+def test_sample_is_seeded(capsys):
+    args = ("sample", TABLE1, "--true-value", "2", "--count", "25", "--seed", "4")
+    first = json.loads(run(capsys, *args)[1])
+    second = json.loads(run(capsys, *args)[1])
+    assert first["releases"] == second["releases"] and len(first["releases"]) == 25
+    multi = json.loads(run(capsys, "sample", str(PROBLEMS / "multi_level_release.toml"), "--true-value", "3", "--seed", "1")[1])
+    assert len(multi["releases"][0]) == 3
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet", ".npz"])
+def test_export(capsys, tmp_path, suffix):
+    target = tmp_path / f"m{suffix}"
+    code, out, _ = run(capsys, "solve", TABLE1, "--export", str(target))
+    assert code == 0 and target.exists() and json.loads(out)["export"] == str(target)
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (("solve", "missing.toml"), "'PROBLEM'"),
+        (("solve", TABLE1, "--method", "nope"), "'method'"),
+        (("solve", TABLE1, "--solver", "NOPE"), "'solver'"),
+        (("solve", TABLE1, "--export", "out.xlsx"), "'export'"),
+        (("sample", TABLE1, "--true-value", "9"), "'true_value'"),
+        (("sample", TABLE1, "--true-value", "1", "--count", "0"), "'count'"),
+        (("sample", TABLE1, "--true-value", "x"), "invalid int value"),
+        (("frobnicate",), "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err
+
+
+def test_bad_field_in_file(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('kind = "count_query"\nn = 3\nalpha = 1.5\n')
+    code, _, err = run(capsys, "solve", str(bad))
+    assert code == 2 and "The 'alpha' parameter of count_query must be a float in (0, 1). Got 1.5 instead." in err
+
+
+def test_solver_failure_exits_3_and_exports_nothing(capsys, tmp_path, monkeypatch):
+    import dpopt.solvers
+
+    monkeypatch.setattr(dpopt.solvers, "_attempt", lambda program, solver, options: "infeasible")
+    target = tmp_path / "m.csv"
+    code, out, err = run(capsys, "solve", TABLE1, "--method", "lp", "--export", str(target))
+    assert code == 3 and out == "" and "HIGHS" in err and "infeasible" in err
+    assert not target.exists()
+
+
+def test_console_entry_point_in_a_subprocess(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "dpopt.cli", "solve", str(tmp_path / "none.toml")], capture_output=True, text=True
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

@@ -1,0 +1,59 @@
+import pytest
+
+import dpopt
+from dpopt.problem_files import PROBLEM_KINDS, problem_from_dict, read_problem_file
+from dpopt.validation import InvalidParameterError
+from tests.conftest import PROBLEMS
+
+FILES = sorted(PROBLEMS.glob("*.toml"))
+
+
+def test_the_examples_cover_every_kind():
+    kinds = {read_problem_file(f).problem.kind for f in FILES}
+    assert kinds == set(PROBLEM_KINDS)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_every_example_solves_and_matches_its_reference(path):
+    entry = read_problem_file(path)
+    assert "source" in entry.metadata
+    solutions = dpopt.compare(entry.problem)
+    for solution in solutions:
+        assert solution.certificate.ok
+    if "expected_objective" in entry.metadata:
+        for solution in (s for s in solutions if s.exact):
+            assert solution.objective == pytest.approx(entry.metadata["expected_objective"], abs=1e-9)
+
+
+def test_round_trip_through_dict():
+    problem = read_problem_file(PROBLEMS / "zero_one_loss.toml").problem
+    again = problem_from_dict(problem.to_dict())
+    assert again.support == problem.support and again.alpha == problem.alpha
+
+
+@pytest.mark.parametrize(
+    "data,field",
+    [
+        ({"n": 3, "alpha": 0.5}, "kind"),
+        ({"kind": "histogram", "n": 3}, "kind"),
+        ({"kind": "count_query", "n": 3, "alpha": 0.5, "sensitivity": 2}, "sensitivity"),
+        ({"kind": "count_query", "n": 0, "alpha": 0.5}, "n"),
+        ({"kind": "count_query", "n": 3, "alpha": 0.5, "side_information": []}, "side_information"),
+        ({"kind": "count_query", "n": 3, "alpha": 0.5, "side_information": [5]}, "side_information"),
+        ({"kind": "count_query", "n": 3, "alpha": 0.5, "side_information": {"lower": 2, "upper": 1}}, "side_information.upper"),
+        ({"kind": "count_query", "n": 3, "alpha": 0.5, "side_information": {"low": 1}}, "side_information"),
+    ],
+)
+def test_invalid_fields_are_named(data, field):
+    with pytest.raises(InvalidParameterError) as info:
+        problem_from_dict(data)
+    assert info.value.parameter == field
+
+
+def test_unreadable_and_invalid_toml(tmp_path):
+    with pytest.raises(InvalidParameterError, match="readable"):
+        read_problem_file(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("kind = ")
+    with pytest.raises(InvalidParameterError, match="valid TOML"):
+        read_problem_file(bad)

@@ -1,0 +1,77 @@
+"""Contract tests over the whole registry: every registered method is checked the moment it exists."""
+
+import numpy as np
+import pytest
+
+import dpopt
+from dpopt.problem_files import load_problem
+from dpopt.registry import REGISTRY, methods_for
+from dpopt.validation import InvalidParameterError
+from tests.conftest import PROBLEMS
+
+EXAMPLES = {
+    "count_query": lambda: dpopt.CountQuery(n=5, alpha=0.4, loss="squared", side_information=[1, 2, 4]),
+    "multi_level_release": lambda: dpopt.MultiLevelRelease(n=5, alphas=[0.3, 0.6]),
+}
+BAD_PRIVACY = {
+    "count_query": [dict(n=3, alpha=1.2), dict(n=3, epsilon=-1), dict(n=3), dict(n=3, alpha=0.5, epsilon=1)],
+    "multi_level_release": [dict(n=3, alphas=[1.2]), dict(n=3, epsilons=[-1.0]), dict(n=3)],
+}
+CASES = [(kind, name) for kind in sorted(REGISTRY) for name in sorted(REGISTRY[kind])]
+dpopt.registry._load_methods()
+CASES = [(kind, name) for kind in sorted(REGISTRY) for name in sorted(REGISTRY[kind])]
+
+
+def test_every_kind_has_a_program_and_an_example():
+    for kind, methods in REGISTRY.items():
+        assert "lp" in methods, kind
+        assert kind in EXAMPLES and kind in BAD_PRIVACY
+
+
+@pytest.mark.parametrize("kind,name", CASES)
+def test_method_contract(kind, name):
+    problem = EXAMPLES[kind]()
+    assert repr(problem)
+    solution = dpopt.solve(problem, name)
+    assert solution.method == name and solution.exact == REGISTRY[kind][name].exact
+    x = solution.mechanism.to_numpy()
+    assert (x >= 0).all() and np.allclose(x.sum(axis=1), 1, atol=1e-9)
+    assert solution.certificate.ok and dpopt.certify(x, problem.epsilon).ok
+    np.testing.assert_array_equal(solution.sample(1, 20, rng=9), solution.sample(1, 20, rng=9))
+    summary = solution.summary()
+    for key in ("kind", "method", "solver", "status", "objective", "seconds", "alpha", "epsilon", "certificate"):
+        assert key in summary
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_PRIVACY))
+def test_bad_privacy_rejected_for_every_kind(kind):
+    constructor = type(EXAMPLES[kind]())
+    for kwargs in BAD_PRIVACY[kind]:
+        with pytest.raises(InvalidParameterError):
+            constructor(**kwargs)
+
+
+def test_auto_picks_the_cheapest_exact_method():
+    problem = EXAMPLES["count_query"]()
+    chosen = dpopt.solve(problem)
+    cheapest_exact = next(m for m in methods_for(problem) if m.exact)
+    assert chosen.method == cheapest_exact.name and chosen.exact
+
+
+def test_exact_methods_agree_and_bounds_are_above():
+    table = dpopt.compare_table(load_problem(PROBLEMS / "zero_one_loss.toml"))
+    exact = table[table["exact"]]["objective"]
+    assert exact.max() - exact.min() <= 1e-7 * exact.abs().max()
+    assert (table["ratio_to_optimum"] >= 1 - 1e-9).all()
+
+
+def test_unknown_method_and_solver_rejected_before_work():
+    problem = EXAMPLES["count_query"]()
+    with pytest.raises(InvalidParameterError, match="'method'"):
+        dpopt.solve(problem, "simplex")
+    with pytest.raises(InvalidParameterError, match="'solver'"):
+        dpopt.solve(problem, "lp", solver="GUROBI_NOT_HERE")
+    with pytest.raises(InvalidParameterError, match="'solver'"):
+        dpopt.solve(problem, "geometric", solver="HIGHS")
+    with pytest.raises(InvalidParameterError, match="'problem'"):
+        dpopt.solve("not a problem")

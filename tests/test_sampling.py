@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+from scipy import stats
+
+import dpopt
+from dpopt.certificates import certify
+from dpopt.sampling import SecureRandom, resolve_rng, sample_row
+from dpopt.validation import InvalidParameterError
+
+
+@pytest.fixture(scope="module")
+def table1():
+    return dpopt.solve(dpopt.CountQuery(n=3, alpha=0.25))
+
+
+def test_seeded_samples_repeat(table1):
+    a = table1.sample(2, 50, rng=123)
+    b = table1.sample(2, 50, rng=np.random.default_rng(123))
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, table1.sample(2, 50, rng=124))
+
+
+def test_samples_follow_the_true_row(table1):
+    draws = table1.sample(1, 80_000, rng=5)
+    observed = np.bincount(draws, minlength=4)
+    expected = table1.mechanism.loc[1].to_numpy() * draws.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    wrong = table1.mechanism.loc[0].to_numpy() * draws.size
+    assert stats.chisquare(observed, wrong).pvalue < 1e-6
+
+
+def test_secure_source(table1):
+    draws = table1.sample(0, 200, secure=True)
+    assert draws.min() >= 0 and draws.max() <= 3
+    u = SecureRandom().random(1000)
+    assert ((0 <= u) & (u < 1)).all() and u.std() > 0.2
+    with pytest.raises(InvalidParameterError):
+        resolve_rng(3, secure=True)
+
+
+def test_zero_probability_outputs_are_never_drawn():
+    x = np.array([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+    draws = sample_row(x, 0, 1000, certify(x, 1.0), np.random.default_rng(0))
+    assert (draws == 1).all()
+
+
+def test_refuses_uncertified_mechanism():
+    x = np.array([[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(InvalidParameterError, match="certificate"):
+        sample_row(x, 0, 1, certify(x, 1.0), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("value", [-1, 4, 1.5, True])
+def test_bad_true_value(table1, value):
+    with pytest.raises(InvalidParameterError, match="'true_value'"):
+        table1.sample(value, 1, rng=0)
+
+
+@pytest.mark.parametrize("rng", [-1, 1.5, "seed"])
+def test_bad_seed(table1, rng):
+    with pytest.raises(InvalidParameterError):
+        table1.sample(0, 1, rng=rng)
