@@ -7,10 +7,13 @@ epsilon; and the verdict. Every mechanism that leaves dpopt carries one.
 
 Solvers return matrices that are feasible only to a tolerance (HiGHS's default
 1e-7 lets the GS LP break privacy by ~1e-8). :func:`repair` turns such a matrix into
-one that meets the target: clip negatives, renormalise rows, then mix with the
+one that meets the target: clip negatives; for adjacent-row neighbours (count
+queries) raise each column to its smallest log-Lipschitz majorant
+``max_j alpha^|i-j| x[j, r]``, which removes every absolute violation while moving
+entries only by the violations themselves; renormalise rows; and finally mix with the
 uniform mechanism (every row equal, so it has privacy loss 0 and strict slack
-``(1 - alpha) / m`` in every constraint) with the smallest weight that restores all
-constraints. The certificate records the weight used.
+``(1 - alpha) / m`` in every constraint) with the smallest weight that restores what
+the renormalisation left. The certificate records the weight used.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["Certificate", "certify", "repair", "adjacent_pairs", "LOG_TOLERANCE"]
+__all__ = ["Certificate", "certify", "repair", "adjacent_pairs", "log_lipschitz_majorant", "LOG_TOLERANCE"]
 
 #: Slack allowed on the measured log-ratio for floating-point evaluation of ln(x/y).
 LOG_TOLERANCE = 1e-12
@@ -152,6 +155,22 @@ def _violation(x: np.ndarray, alpha: float, pairs: np.ndarray) -> float:
     return float(max((alpha * xa - xb).max(), (alpha * xb - xa).max()))
 
 
+def log_lipschitz_majorant(matrix: np.ndarray, alpha: float) -> np.ndarray:
+    """Smallest ``y >= x`` with ``alpha y[i, r] <= y[i+1, r]`` and ``alpha y[i+1, r] <= y[i, r]``.
+
+    ``y[i, r] = max_j alpha^|i - j| x[j, r]``, computed by one forward and one
+    backward sweep over rows (vectorised over columns): after the forward sweep
+    ``y[i+1] >= alpha y[i]``; the backward sweep raises ``y[i]`` to at most
+    ``alpha y[i+1]``, which keeps ``alpha y[i] <= alpha^2 y[i+1] <= y[i+1]``.
+    """
+    y = np.array(matrix, dtype=float)
+    for i in range(1, y.shape[0]):
+        np.maximum(y[i], alpha * y[i - 1], out=y[i])
+    for i in range(y.shape[0] - 2, -1, -1):
+        np.maximum(y[i], alpha * y[i + 1], out=y[i])
+    return y
+
+
 def repair(
     matrix: np.ndarray, epsilon: float, *, pairs: np.ndarray | None = None
 ) -> tuple[np.ndarray, Certificate]:
@@ -179,13 +198,20 @@ def repair(
     cert = certify(x, epsilon, pairs=nb, repair_note="clip")
     if cert.ok:
         return x, cert
+    if pairs is None:
+        x = log_lipschitz_majorant(x, alpha)
+        x /= x.sum(axis=1, keepdims=True)
+        cert = certify(x, epsilon, pairs=nb, repair_note="clip+majorant")
+    if cert.ok:
+        return x, cert
     v = _violation(x, alpha, nb) if nb.size else 0.0
     uniform = 1.0 / x.shape[1]
     lam = max(v, 1e-16) / (max(v, 1e-16) + (1 - alpha) * uniform)
     for _ in range(60):
         lam = min(1.0, lam * (1 + 1e-6) + 1e-15)
         mixed = (1 - lam) * x + lam * uniform
-        cert = certify(mixed, epsilon, pairs=nb, repair_note="clip+uniform_mix", mixing_weight=lam)
+        note = ("clip+majorant" if pairs is None else "clip") + "+uniform_mix"
+        cert = certify(mixed, epsilon, pairs=nb, repair_note=note, mixing_weight=lam)
         if cert.ok:
             return mixed, cert
         lam *= 2

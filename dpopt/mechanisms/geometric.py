@@ -37,11 +37,13 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = [
     "geometric_matrix",
+    "geometric_inverse",
     "two_sided_geometric",
     "sample_geometric_release",
     "remap_from_geometric",
@@ -108,6 +110,26 @@ def remap_from_geometric(mechanism: np.ndarray, alpha: float | Fraction) -> np.n
     t[-1] = (m[-1] - a * m[-2]) / (1 - a)
     t[1:-1] = three_term_condition(m, a) / (1 - a) ** 2
     return t
+
+
+def geometric_inverse(n: int, alpha: float) -> sparse.csr_array:
+    """``G_{n,alpha}^{-1}`` as a sparse tridiagonal matrix (see the module docstring).
+
+    ``G^{-1} M`` equals :func:`remap_from_geometric` ``(M, alpha)``; the sparse form
+    lets programs state "x is derivable from G" as ``G^{-1} x >= 0`` with three
+    well-scaled coefficients per entry, instead of ``x = G T`` with G's tiny powers.
+    """
+    n = check_int(n, "n", OWNER, low=1)
+    a = _alpha(alpha)
+    size = n + 1
+    inner = 1.0 / (1.0 - a) ** 2
+    diagonal = np.full(size, (1.0 + a * a) * inner)
+    diagonal[[0, -1]] = 1.0 / (1.0 - a)
+    upper = np.full(n, -a * inner)
+    lower = np.full(n, -a * inner)
+    upper[0] = -a / (1.0 - a)  # row 0: (M[0] - a M[1]) / (1 - a)
+    lower[-1] = -a / (1.0 - a)  # row n: (M[n] - a M[n-1]) / (1 - a)
+    return sparse.diags_array([lower, diagonal, upper], offsets=[-1, 0, 1], format="csr")
 
 
 def three_term_condition(mechanism: np.ndarray, alpha: float | Fraction) -> np.ndarray:

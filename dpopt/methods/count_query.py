@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from dpopt.certificates import certify, repair as repair_matrix
-from dpopt.mechanisms.geometric import geometric_matrix
+from dpopt.mechanisms.geometric import geometric_inverse, geometric_matrix
 from dpopt.problems.count_query import CountQuery
-from dpopt.programs.count_query import build_gs_program, build_interaction_program
+from dpopt.programs.count_query import build_geometric_interaction_program, build_gs_program
 from dpopt.registry import register
 from dpopt.solution import Solution, mechanism_frame
 from dpopt.solvers import run_program
@@ -68,7 +68,7 @@ def solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
         cert = certify(x, problem.epsilon)
     return _solution(
         problem, x, cert, method="lp", solver=info.solver, status=info.status,
-        details={"solver_objective": info.objective},
+        details={"solver_objective": info.objective, "solver_max_violation": info.max_violation},
     )
 
 
@@ -78,15 +78,15 @@ def solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
 )
 def solve_interaction(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
     g = geometric_matrix(problem.n, problem.alpha)
-    program = build_interaction_program(problem, g)
+    program = build_geometric_interaction_program(problem)
     info = run_program(program.program, solver=solver, owner="count_query interaction")
-    remap = np.clip(program.remap.value, 0.0, None)
+    remap = np.clip(geometric_inverse(problem.n, problem.alpha) @ program.x.value, 0.0, None)
     remap /= remap.sum(axis=1, keepdims=True)  # any row-stochastic remap keeps G's privacy
     x = g @ remap
     cert = certify(x, problem.epsilon, method="by_construction: geometric mechanism + stochastic remap")
     return _solution(
         problem, x, cert, method="interaction", solver=info.solver, status=info.status,
-        details={"solver_objective": info.objective, "remap": mechanism_frame(remap)},
+        details={"solver_objective": info.objective, "solver_max_violation": info.max_violation, "remap": mechanism_frame(remap)},
     )
 
 

@@ -12,10 +12,17 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
+from dpopt.mechanisms.geometric import geometric_inverse
 from dpopt.problems.count_query import CountQuery
 from dpopt.validation import fail
 
-__all__ = ["GSProgram", "InteractionProgram", "build_gs_program", "build_interaction_program"]
+__all__ = [
+    "GSProgram",
+    "InteractionProgram",
+    "build_gs_program",
+    "build_geometric_interaction_program",
+    "build_interaction_program",
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,30 @@ def build_gs_program(problem: CountQuery) -> GSProgram:
         cp.sum(x, axis=1) == 1,
         alpha * x[:-1] <= x[1:],
         alpha * x[1:] <= x[:-1],
+        cp.sum(cp.multiply(problem.loss_matrix[s], x[s]), axis=1) <= d,
+    ]
+    return GSProgram(program=cp.Problem(cp.Minimize(d), constraints), x=x, d=d)
+
+
+def build_geometric_interaction_program(problem: CountQuery) -> GSProgram:
+    """The interaction LP for the deployed geometric mechanism, stated on ``x = G T``.
+
+    Because ``G^{-1}`` is tridiagonal (:func:`~dpopt.mechanisms.geometric.geometric_inverse`),
+    "T is row-stochastic" is ``G^{-1} x >= 0`` with rows of x summing to one (rows of
+    ``G^{-1}`` sum to one), so the program has the GS LP's size and is well scaled,
+    where the generic form :func:`build_interaction_program` carries G's powers
+    ``alpha**k`` down to 1e-30 and makes HiGHS fail from n ~ 100. The constraint set
+    is Theorem 2's characterisation of mechanisms derivable from G, not
+    Definition 2's privacy constraints, so this is an independent route to the GS
+    optimum (Theorem 1). The remap is ``T = G^{-1} x``.
+    """
+    size = problem.n + 1
+    s = list(problem.support)
+    x = cp.Variable((size, size), name="x")
+    d = cp.Variable(name="d")
+    constraints = [
+        cp.sum(x, axis=1) == 1,
+        geometric_inverse(problem.n, problem.alpha) @ x >= 0,
         cp.sum(cp.multiply(problem.loss_matrix[s], x[s]), axis=1) <= d,
     ]
     return GSProgram(program=cp.Problem(cp.Minimize(d), constraints), x=x, d=d)

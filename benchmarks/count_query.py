@@ -1,0 +1,104 @@
+"""Wall time and peak memory of the two exact count-query routes, measured in one process.
+
+    python benchmarks/count_query.py [--n 10 25 50 100] [--alpha 0.5] [--loss absolute]
+
+Prints one row per n: wall seconds and peak memory growth (the larger of the
+tracemalloc peak and the sampled growth of resident memory, which includes the
+solvers' own allocations) of the GS LP and of the geometric + interaction route,
+measured one after the other in this process; the ratio of the second to the first;
+and both objectives with their relative gap (both routes are exact; the gap is the
+LP's solver tolerance, see the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import threading
+import time
+import tracemalloc
+from typing import Any, Callable
+
+import pandas as pd
+
+import dpopt
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class _RssPeak(threading.Thread):
+    """Samples the process's resident memory every 2 ms while a measurement runs."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.start_rss = self.peak = _rss_bytes()
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.002):
+            self.peak = max(self.peak, _rss_bytes())
+
+
+def measure(run: Callable[[], Any]) -> tuple[Any, float, float]:
+    """Run once; return (result, wall seconds, peak memory growth in MiB).
+
+    Peak memory is the larger of the tracemalloc peak (Python allocations, exact)
+    and the sampled growth of resident memory (includes the solvers' C allocations).
+    """
+    gc.collect()
+    sampler = _RssPeak()
+    sampler.start()
+    tracemalloc.start()
+    start = time.perf_counter()
+    result = run()
+    seconds = time.perf_counter() - start
+    _, traced = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    sampler.done.set()
+    sampler.join()
+    return result, seconds, max(traced, sampler.peak - sampler.start_rss) / 2**20
+
+
+def benchmark(sizes: list[int], alpha: float, loss: str) -> pd.DataFrame:
+    rows = []
+    warm = dpopt.CountQuery(n=5, alpha=alpha, loss=loss)
+    dpopt.solve(warm, "lp"), dpopt.solve(warm, "interaction")  # imports and first-call caches
+    for n in sizes:
+        problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss)
+        lp, lp_s, lp_mb = measure(lambda: dpopt.solve(problem, "lp"))
+        route, route_s, route_mb = measure(lambda: dpopt.solve(problem, "interaction"))
+        rows.append(
+            {
+                "n": n,
+                "lp_seconds": lp_s,
+                "lp_peak_MiB": lp_mb,
+                "interaction_seconds": route_s,
+                "interaction_peak_MiB": route_mb,
+                "time_ratio": route_s / lp_s,
+                "memory_ratio": route_mb / lp_mb,
+                "lp_objective": lp.objective,
+                "interaction_objective": route.objective,
+                "relative_gap": abs(lp.objective - route.objective) / lp.objective,
+            }
+        )
+    return pd.DataFrame(rows).set_index("n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, nargs="+", default=[10, 25, 50, 100])
+    parser.add_argument("--alpha", type=float, default=0.5)
+    parser.add_argument("--loss", default="absolute")
+    args = parser.parse_args()
+    table = benchmark(args.n, args.alpha, args.loss)
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
+        print(f"count_query, alpha={args.alpha}, loss={args.loss}, S = all")
+        print(table)
+
+
+if __name__ == "__main__":
+    main()
