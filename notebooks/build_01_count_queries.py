@@ -1,0 +1,170 @@
+"""Writes notebooks/01_count_queries.ipynb (outputs are not committed; CI executes it)."""
+
+from pathlib import Path
+
+import nbformat as nbf
+
+cells = []
+md = lambda text: cells.append(nbf.v4.new_markdown_cell(text.strip()))  # noqa: E731
+code = lambda text: cells.append(nbf.v4.new_code_cell(text.strip()))  # noqa: E731
+
+md(r"""
+# Count queries: the minimax-optimal mechanism and the geometric mechanism
+
+Gupte & Sundararajan (PODS 2010) design, for a count in $\{0,\dots,n\}$, the
+$\alpha$-differentially private mechanism $x$ that minimises a consumer's worst-case
+expected loss $\max_{i\in S}\sum_r l(i,r)\,x_{i,r}$ (Eq. 1) — a linear program — and
+prove (Theorem 1) that deploying the **geometric mechanism** $G$ and letting each
+consumer post-process its output optimally reaches the same optimum for *every*
+consumer. This notebook recomputes their Table 1, checks Theorem 1 numerically,
+and releases one count at several privacy levels (Algorithm 1).
+""")
+code(r"""
+from fractions import Fraction
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+import dpopt
+from dpopt.mechanisms.geometric import derivability, geometric_matrix
+from dpopt.problem_files import read_problem_file
+
+entry = read_problem_file("../problems/gupte_sundararajan_table1.toml")
+problem = entry.problem
+print(entry.metadata["source"])
+""")
+md(r"""
+## Table 1, recomputed
+
+Both exact routes — the GS LP (`lp`) and geometric mechanism + the consumer's optimal
+remap (`interaction`) — give the optimum $168/415 \approx 0.404819$.
+""")
+code(r"""
+table = dpopt.compare_table(problem)
+table[["exact", "solver", "objective", "ratio_to_optimum"]].assign(times_415=table["objective"] * 415)
+""")
+code(r"""
+lp = dpopt.solve(problem, "lp")
+route = dpopt.solve(problem, "interaction")
+as_fraction = lambda v: str(Fraction(v).limit_denominator(2000))
+print("(a) optimal mechanism (LP):")
+display(lp.mechanism.map(as_fraction))
+print("(b) G_{3,1/4}:")
+display(pd.DataFrame(geometric_matrix(3, Fraction(1, 4))).map(str))
+print("(c) the consumer's optimal remap T (x = G T):")
+display(route.details["remap"].map(as_fraction))
+""")
+md(r"""
+**Where the printed Table 1 differs from the true optimum.**
+
+* Table 1(a) is a rounding: its row 0, $(2/3, 5/17, 1/25, 1/98)$, sums to $1.011$,
+  not 1. The optimum's row 0 is $(272/415, 489/1660, 33/830, 17/1660)$, up to the
+  non-uniqueness of LP optima.
+* Table 1(b) is labelled $G_{3,1/2}$ although the example uses $\alpha = 1/4$, and
+  its entries ($4/3, 1/4, \dots$) are not a stochastic matrix; $G_{3,1/4}$ is shown above.
+* Table 1(c)'s remap $(9/11, 2/11)$ rounds the exact $(68/83, 15/83)$: equating
+  the losses of rows 0 and 1 of $G\,T$ with $T_{0,1} = q$ gives
+  $21/80 + 63q/80 = 9/20 - q/4$, so $q = 15/83$ and the loss is $168/415$. With
+  $q = 2/11$ the worst-case loss would be $0.4057 > 168/415$:
+""")
+code(r"""
+def loss_with_q(q):
+    remap = np.array([[1 - q, q, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, q, 1 - q]], dtype=object)
+    x = geometric_matrix(3, Fraction(1, 4)) @ remap
+    return max(sum(abs(i - r) * x[i, r] for r in range(4)) for i in range(4))
+
+print("q = 15/83:", loss_with_q(Fraction(15, 83)), " q = 2/11:", float(loss_with_q(Fraction(2, 11))))
+""")
+md(r"""
+## What the optimal mechanism looks like
+
+For $n = 20$, $\alpha = 0.5$ and absolute loss, the LP optimum and the geometric
+mechanism differ mainly at the edges: the optimum folds the boundary mass back
+inwards, which the consumer's remap does to $G$'s output.
+""")
+code(r"""
+big = dpopt.CountQuery(n=20, alpha=0.5, loss="absolute")
+optimum = dpopt.solve(big, "interaction")
+fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+panels = [
+    (optimum.mechanism.to_numpy(), "optimal mechanism x* = G T*"),
+    (geometric_matrix(20, 0.5), "geometric mechanism G"),
+    (optimum.details["remap"].to_numpy(), "consumer's remap T*"),
+]
+for ax, (matrix, title) in zip(axes, panels):
+    image = ax.imshow(matrix, cmap="viridis")
+    ax.set(title=title, xlabel="released r", ylabel="true i")
+    fig.colorbar(image, ax=ax, shrink=0.8)
+plt.tight_layout()
+""")
+md(r"""
+## The price of privacy for three consumers
+
+The optimum's worst-case loss as $\alpha$ varies ($n = 20$), for absolute, squared and
+zero-one loss, beside the plain geometric mechanism without a remap (an upper
+bound). The two exact routes agree at every point (asserted below).
+""")
+code(r"""
+alphas = np.linspace(0.05, 0.95, 19)
+rows = []
+for loss in ["absolute", "squared", "zero_one"]:
+    for alpha in alphas:
+        p = dpopt.CountQuery(n=20, alpha=alpha, loss=loss)
+        lp_value = dpopt.solve(p, "lp").objective
+        route_value = dpopt.solve(p, "interaction").objective
+        assert abs(lp_value - route_value) <= 1e-6 * lp_value
+        rows.append({"loss": loss, "alpha": alpha, "optimum": route_value, "geometric": dpopt.solve(p, "geometric").objective})
+curves = pd.DataFrame(rows)
+fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+for ax, (loss, part) in zip(axes, curves.groupby("loss", sort=False)):
+    ax.plot(part["alpha"], part["optimum"], "o-", label="optimum (LP = G + remap)")
+    ax.plot(part["alpha"], part["geometric"], "--", label="geometric, no remap")
+    ax.set(title=f"{loss} loss", xlabel="alpha (larger = more private)", ylabel="worst-case expected loss")
+    ax.set_yscale("log" if loss == "squared" else "linear")
+axes[0].legend()
+plt.tight_layout()
+""")
+md(r"""
+## Derivability (Theorem 2) and Appendix B
+
+A mechanism $M$ is derivable from $G$ iff $T = G^{-1}M$ is non-negative, i.e. every
+three consecutive entries of a column satisfy $(1+\alpha^2)x_2 - \alpha(x_1+x_3) \ge 0$.
+$G^{-1}$ is tridiagonal, so dpopt solves for $T$ exactly in $O(n^2)$. Appendix B's
+mechanism is $\tfrac12$-private but not derivable:
+""")
+code(r"""
+F = Fraction
+appendix_b = np.array([[F(1, 9), F(2, 9), F(4, 9), F(2, 9)], [F(2, 9), F(1, 9), F(2, 9), F(4, 9)],
+                       [F(4, 9), F(2, 9), F(1, 9), F(2, 9)], [F(13, 18), F(1, 9), F(1, 18), F(1, 9)]], dtype=object)
+report = derivability(appendix_b, F(1, 2))
+print("private:", dpopt.certify(appendix_b.astype(float), np.log(2)).ok, "| derivable:", report.derivable,
+      "| most negative T entry", report.worst_entry, "=", report.worst_value)
+""")
+md(r"""
+## One count, three privacy levels, no collusion risk (Algorithm 1)
+
+Release $r_1 \sim G_{\alpha_1}$, then $r_{i+1} \sim T_{\alpha_i,\alpha_{i+1}}(r_i)$.
+Each $r_i$ has exactly the law of $G_{\alpha_i}$ (checked in rational arithmetic), and
+colluders learn no more than their least private member (Lemma 4).
+""")
+code(r"""
+from dpopt.mechanisms.multilevel import verify_chain_exact
+
+release = read_problem_file("../problems/multi_level_release.toml").problem
+print(release, "| marginals exactly geometric:", verify_chain_exact(release.n, release.levels))
+chain = dpopt.solve(release)
+draws = chain.sample(5, 40_000, rng=2026)
+fig, ax = plt.subplots(figsize=(8, 3.8))
+values = np.arange(release.n + 1)
+for level, alpha in enumerate(release.levels):
+    freq = np.bincount(draws[:, level], minlength=release.n + 1) / len(draws)
+    ax.bar(values + (level - 1) * 0.27, freq, width=0.27, label=f"r_{level + 1}, alpha = {alpha}")
+    ax.plot(values, geometric_matrix(release.n, alpha)[5], "k.", markersize=4)
+ax.set(xlabel="released value (true count 5)", ylabel="frequency", title="each level matches its geometric law (dots)")
+ax.legend()
+plt.tight_layout()
+""")
+
+notebook = nbf.v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+nbf.write(notebook, Path(__file__).with_name("01_count_queries.ipynb"))
