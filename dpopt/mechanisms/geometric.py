@@ -146,7 +146,8 @@ class DerivabilityReport:
     Attributes
     ----------
     derivable : bool
-        Whether ``M = G T`` with T row-stochastic (to ``tolerance``).
+        Whether ``M = G T`` with T row-stochastic: entries >= ``-tolerance`` and
+        row sums within ``tolerance`` of 1.
     remap : numpy.ndarray
         ``T = G^{-1} M`` (possibly with negative entries).
     worst_entry : tuple of int
@@ -155,6 +156,8 @@ class DerivabilityReport:
         That entry's value.
     tolerance : float
         Entries of T down to ``-tolerance`` count as zero (0 for exact input).
+    row_sum_error : float
+        Largest ``|sum_c T[r, c] - 1|`` (non-zero only if M's rows do not sum to 1).
     """
 
     derivable: bool
@@ -162,6 +165,7 @@ class DerivabilityReport:
     worst_entry: tuple[int, int]
     worst_value: float
     tolerance: float
+    row_sum_error: float
 
 
 def derivability(mechanism: np.ndarray, alpha: float | Fraction, *, tolerance: float = 1e-9) -> DerivabilityReport:
@@ -185,12 +189,14 @@ def derivability(mechanism: np.ndarray, alpha: float | Fraction, *, tolerance: f
     row, col = divmod(flat, t.shape[1])
     worst = t[row, col]
     tol = 0.0 if exact else check_real(tolerance, "tolerance", OWNER, low=0.0)
+    row_sum_error = max(abs(sum(row) - 1) for row in t) if exact else float(np.abs(t.sum(axis=1) - 1).max())
     return DerivabilityReport(
-        derivable=bool(worst >= -tol),
+        derivable=bool(worst >= -tol and row_sum_error <= tol),
         remap=t,
         worst_entry=(row, col),
         worst_value=float(worst),
         tolerance=tol,
+        row_sum_error=float(row_sum_error),
     )
 
 

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -17,12 +18,16 @@ import pandas as pd
 from dpopt.certificates import certify, repair as repair_matrix
 from dpopt.mechanisms.geometric import geometric_inverse, geometric_matrix
 from dpopt.problems.count_query import CountQuery
-from dpopt.programs.count_query import build_geometric_interaction_program, build_gs_program
+from dpopt.programs.count_query import (
+    build_geometric_interaction_program,
+    build_gs_program,
+    build_interaction_program,
+)
 from dpopt.registry import register
 from dpopt.solution import Solution, mechanism_frame
 from dpopt.solvers import run_program
 
-__all__ = ["row_losses", "worst_case_loss"]
+__all__ = ["optimal_interaction", "row_losses", "worst_case_loss"]
 
 KIND = "count_query"
 
@@ -98,3 +103,34 @@ def solve_geometric(problem: CountQuery, solver: str | None, repair: bool) -> So
     g = geometric_matrix(problem.n, problem.alpha)
     cert = certify(g, problem.epsilon, method="by_construction: geometric mechanism")
     return _solution(problem, g, cert, method="geometric", solver="none", status="closed_form")
+
+
+def optimal_interaction(problem: CountQuery, deployed: np.ndarray, *, solver: str | None = None) -> Solution:
+    """The consumer's optimal remap T* of any deployed mechanism y, and y T* (Section 2.4.3).
+
+    Parameters
+    ----------
+    problem : CountQuery
+        The consumer: loss, side information, and the privacy target the deployed
+        mechanism is certified against.
+    deployed : array_like
+        The mechanism y, rows = true counts 0..n, any number of output columns.
+
+    Returns
+    -------
+    Solution
+        ``mechanism`` is the induced y T*; ``details["remap"]`` is T*. Post-processing
+        never weakens privacy, so y T* is certified against the same target as y.
+    """
+    start = time.perf_counter()
+    program = build_interaction_program(problem, deployed)
+    info = run_program(program.program, solver=solver, owner="interaction")
+    remap = np.clip(program.remap.value, 0.0, None)
+    remap /= remap.sum(axis=1, keepdims=True)
+    x = program.deployed @ remap
+    cert = certify(x, problem.epsilon, method="post-processing of the deployed mechanism, measured")
+    solution = _solution(
+        problem, x, cert, method="interaction", solver=info.solver, status=info.status,
+        details={"solver_objective": info.objective, "remap": mechanism_frame(remap, columns=range(problem.n + 1))},
+    )
+    return solution.with_timing(method="interaction", exact=True, seconds=time.perf_counter() - start)

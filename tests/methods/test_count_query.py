@@ -30,3 +30,30 @@ def test_side_information_lowers_the_optimum():
 def test_optimum_grows_with_alpha():
     values = [dpopt.solve(dpopt.CountQuery(n=8, alpha=a)).objective for a in (0.2, 0.5, 0.8)]
     assert np.all(np.diff(values) > 0)
+
+
+def test_optimal_interaction_with_the_generic_program_matches_the_structured_route():
+    """Two formulations of Theorem 1's route: T as variables (dense) vs x with G^-1 x >= 0."""
+    from dpopt.methods.count_query import optimal_interaction
+
+    for loss, s in [("absolute", None), ("squared", [2, 3, 7]), ("zero_one", {"lower": 3})]:
+        problem = dpopt.CountQuery(n=9, alpha=0.55, loss=loss, side_information=s)
+        generic = optimal_interaction(problem, geometric_matrix(9, 0.55))
+        structured = dpopt.solve(problem, "interaction")
+        assert generic.objective == pytest.approx(structured.objective, rel=1e-8)
+        assert generic.certificate.ok
+        np.testing.assert_allclose(generic.mechanism.to_numpy(), geometric_matrix(9, 0.55) @ generic.details["remap"].to_numpy())
+
+
+def test_optimal_interaction_of_a_non_square_mechanism():
+    """G with its last output split into two columns carries the same information as G,
+    so the consumer's optimum from it is still the GS optimum (5 outputs -> 4 values)."""
+    from dpopt.methods.count_query import optimal_interaction
+
+    problem = dpopt.CountQuery(n=3, alpha=0.5, loss="squared")
+    split = np.hstack([np.eye(4), np.zeros((4, 1))])
+    split[3, 3:] = [0.3, 0.7]
+    y = geometric_matrix(3, 0.5) @ split
+    result = optimal_interaction(problem, y)
+    assert result.details["remap"].shape == (5, 4) and result.certificate.ok
+    assert result.objective == pytest.approx(dpopt.solve(problem, "lp").objective, rel=1e-8)
