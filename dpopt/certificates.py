@@ -25,7 +25,7 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["Certificate", "certify", "repair", "adjacent_pairs", "log_lipschitz_majorant", "LOG_TOLERANCE"]
+__all__ = ["Certificate", "certify", "repair", "adjacent_pairs", "log_lipschitz_majorant", "log_ratios", "LOG_TOLERANCE"]
 
 #: Slack allowed on the measured log-ratio for floating-point evaluation of ln(x/y).
 LOG_TOLERANCE = 1e-12
@@ -94,7 +94,11 @@ def adjacent_pairs(rows: int) -> np.ndarray:
 
 
 def _pair_losses(matrix: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    xa, xb = matrix[pairs[:, 0]], matrix[pairs[:, 1]]
+    return log_ratios(matrix[pairs[:, 0]], matrix[pairs[:, 1]])
+
+
+def log_ratios(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
+    """``|ln(xa / xb)|`` entrywise, with 0/0 -> 0 and a zero beside a non-zero -> inf."""
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = np.abs(np.log(xa) - np.log(xb))
     both_zero = (xa == 0) & (xb == 0)

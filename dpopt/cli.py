@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     solve_cmd.add_argument("--method", default="auto", help="auto (default), lp, or a registered method name")
     solve_cmd.add_argument("--solver", default=None, help="cvxpy solver for program methods (default HiGHS for LPs)")
     solve_cmd.add_argument("--export", default=None, metavar="PATH", help="write the mechanism (.csv, .json, .parquet, .npz)")
+    solve_cmd.add_argument("--dense", action="store_true", help="export a factored solution as its dense matrix")
     solve_cmd.add_argument("--no-repair", action="store_true", help="return the solver's matrix unrepaired")
 
     compare_cmd = commands.add_parser("compare", help="every applicable method side by side, one JSON per line")
@@ -69,7 +70,7 @@ def _run(args: argparse.Namespace) -> None:
         export = check_export_path(args.export) if args.export else None
         solution = solve(problem, args.method, solver=args.solver, repair=not args.no_repair)
         if export is not None:
-            solution.export(str(export))
+            solution.export(str(export), dense=args.dense)
         _print({**solution.summary(), **({"export": str(export)} if export else {})})
     elif args.command == "compare":
         solutions = compare(problem, solver=args.solver)

@@ -75,8 +75,30 @@ def _atomic_write(target: Path, write: Callable[[str], None]) -> str:
     return temp
 
 
-def export_solution(solution: Any, path: str | os.PathLike[str]) -> None:
+def _remap_frame(factored: Any) -> pd.DataFrame:
+    t = factored.remap.tocoo()
+    order = np.lexsort((t.col, t.row))
+    return pd.DataFrame({"from": t.row[order], "to": t.col[order], "probability": t.data[order]})
+
+
+def _factored_from_frame(frame: pd.DataFrame, meta: dict[str, Any]) -> Any:
+    from scipy import sparse
+
+    from dpopt.mechanisms.factored import FactoredMechanism
+
+    n = int(meta["factored"]["n"])
+    remap = sparse.csr_array(
+        (frame["probability"].to_numpy(float), (frame["from"].to_numpy(int), frame["to"].to_numpy(int))), shape=(n + 1, n + 1)
+    )
+    return FactoredMechanism(n=n, alpha=float(meta["factored"]["alpha"]), remap=remap)
+
+
+def export_solution(solution: Any, path: str | os.PathLike[str], *, dense: bool = False) -> None:
     """Write ``solution`` to ``path`` in the format its suffix names.
+
+    A factored solution (``x = G T``) is written as its sparse remap T in long form
+    (columns ``from``, ``to``, ``probability``; NPZ: the same three arrays) with
+    ``alpha`` and ``n`` in the metadata, unless ``dense`` asks for the matrix.
 
     Raises
     ------
@@ -87,18 +109,24 @@ def export_solution(solution: Any, path: str | os.PathLike[str]) -> None:
     if not solution.certificate.ok:
         raise fail("certificate", "export", "a passing privacy certificate (ok = true)", solution.certificate.to_dict())
     meta = _metadata(solution)
-    frame = solution.mechanism
+    factored = solution.factored is not None and not dense
+    if factored:
+        meta["factored"] = {"n": solution.factored.n, "alpha": solution.factored.alpha}
+        frame = _remap_frame(solution.factored)
+    else:
+        frame = solution.mechanism
     suffix = target.suffix.lower()
     writes: list[tuple[Path, Callable[[str], None]]] = []
     if suffix == ".csv":
-        writes.append((target, lambda p: frame.to_csv(p)))
+        writes.append((target, lambda p: frame.to_csv(p, index=not factored)))
         writes.append((Path(f"{target}.meta.json"), lambda p: Path(p).write_text(json.dumps(meta, indent=2))))
     elif suffix == ".json":
-        writes.append((target, lambda p: Path(p).write_text(json.dumps({**meta, "mechanism": _frame_dict(frame)}))))
+        body = {"remap": frame.to_dict(orient="list")} if factored else {"mechanism": _frame_dict(frame)}
+        writes.append((target, lambda p: Path(p).write_text(json.dumps({**meta, **body}))))
     elif suffix == ".parquet":
-        writes.append((target, lambda p: _write_parquet(frame, meta, p)))
+        writes.append((target, lambda p: _write_parquet(frame, meta, p, index=not factored)))
     else:
-        writes.append((target, lambda p: _write_npz(frame, meta, p)))
+        writes.append((target, lambda p: _write_npz(frame, meta, p, factored=factored)))
     temps = []
     try:
         for dest, write in writes:
@@ -111,11 +139,11 @@ def export_solution(solution: Any, path: str | os.PathLike[str]) -> None:
         os.replace(temp, dest)
 
 
-def _write_parquet(frame: pd.DataFrame, meta: dict[str, Any], path: str) -> None:
+def _write_parquet(frame: pd.DataFrame, meta: dict[str, Any], path: str, *, index: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(_string_columns(frame), preserve_index=True)
+    table = pa.Table.from_pandas(_string_columns(frame), preserve_index=index)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"dpopt": json.dumps(meta).encode()})
     pq.write_table(table, path)
 
@@ -126,8 +154,12 @@ def _string_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _write_npz(frame: pd.DataFrame, meta: dict[str, Any], path: str) -> None:
+def _write_npz(frame: pd.DataFrame, meta: dict[str, Any], path: str, *, factored: bool) -> None:
     with open(path, "wb") as handle:
+        if factored:
+            arrays = {name: frame[name].to_numpy() for name in frame.columns}
+            np.savez(handle, **arrays, metadata=np.array(json.dumps(meta)))
+            return
         np.savez(
             handle,
             mechanism=frame.to_numpy(),
@@ -135,6 +167,28 @@ def _write_npz(frame: pd.DataFrame, meta: dict[str, Any], path: str) -> None:
             columns=np.asarray(frame.columns),
             metadata=np.array(json.dumps(meta)),
         )
+
+
+def _read_factored(path: Path) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """The long remap table and metadata of a factored export, or None for a dense one."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        meta = json.loads(Path(f"{path}.meta.json").read_text())
+        return (pd.read_csv(path), meta) if "factored" in meta else None
+    if suffix == ".json":
+        meta = json.loads(path.read_text())
+        return (pd.DataFrame(meta["remap"]), meta) if "factored" in meta else None
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        meta = json.loads(table.schema.metadata[b"dpopt"])
+        return (table.to_pandas(), meta) if "factored" in meta else None
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["metadata"]))
+        if "factored" not in meta:
+            return None
+        return pd.DataFrame({name: data[name] for name in ("from", "to", "probability")}), meta
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -174,16 +228,25 @@ def read_solution(path: str | os.PathLike[str]) -> Any:
     file = Path(path)
     if file.suffix.lower() not in EXPORT_FORMATS or not file.exists():
         raise fail("path", "read_solution", "an existing file ending in " + ", ".join(EXPORT_FORMATS), str(path))
-    frame, meta = _read(file)
-    problem = problem_from_dict(meta["problem"], origin=file.name)
-    cert = certify(frame.to_numpy(), problem.epsilon, method="measured on read")
+    factored_data = _read_factored(file)
+    if factored_data is not None:
+        remap_frame, meta = factored_data
+        factored = _factored_from_frame(remap_frame, meta)
+        problem = problem_from_dict(meta["problem"], origin=file.name)
+        cert = factored.certificate(problem.epsilon)
+        frame = None
+    else:
+        frame, meta = _read(file)
+        factored = None
+        problem = problem_from_dict(meta["problem"], origin=file.name)
+        cert = certify(frame.to_numpy(), problem.epsilon, method="measured on read")
     if not cert.ok:
         raise DPOptError(f"{file}: the mechanism read fails its privacy certificate ({cert.max_privacy_loss} > {cert.target}).")
     details: dict[str, Any] = {}
     for key, table in meta.get("tables", {}).items():
         details[key] = [_frame_from_dict(t) for t in table] if isinstance(table, list) else _frame_from_dict(table)
     sampler = None
-    if "remaps" in details:
+    if "remaps" in details and frame is not None:
         first, remaps = frame.to_numpy(), [t.to_numpy() for t in details["remaps"]]
         sampler = lambda row, count, source: sample_chain(first, remaps, row, count, source)  # noqa: E731
     summary = meta["summary"]
@@ -196,7 +259,8 @@ def read_solution(path: str | os.PathLike[str]) -> Any:
         seconds=summary["seconds"],
         objective=summary["objective"] if summary["objective"] is not None else float("inf"),
         certificate=cert,
-        mechanism=frame,
+        dense=frame,
+        factored=factored,
         details=details,
         sampler=sampler,
     )

@@ -14,7 +14,7 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["NAMED_LOSSES", "loss_table", "first_monotonicity_violation"]
+__all__ = ["NAMED_LOSSES", "loss_table", "named_loss_rows", "first_monotonicity_violation"]
 
 NAMED_LOSSES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "absolute": lambda dist: dist.astype(float),
@@ -26,6 +26,11 @@ NAMED_LOSSES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 def _distance(n: int) -> np.ndarray:
     values = np.arange(n + 1)
     return np.abs(values[:, None] - values[None, :])
+
+
+def named_loss_rows(name: str, rows: np.ndarray, n: int) -> np.ndarray:
+    """Rows ``rows`` of a named loss's table, computed from its formula."""
+    return NAMED_LOSSES[name](np.abs(np.asarray(rows)[:, None] - np.arange(n + 1)[None, :]))
 
 
 def loss_table(loss: Any, n: int, owner: str = "count_query") -> np.ndarray:

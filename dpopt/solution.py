@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from dpopt.certificates import Certificate
+from dpopt.mechanisms.factored import FactoredMechanism
 from dpopt.sampling import RandomSource, resolve_rng, sample_row
 from dpopt.validation import check_int, fail
 
@@ -46,7 +48,11 @@ class Solution:
     certificate : Certificate
         Measured privacy of the returned mechanism.
     mechanism : pandas.DataFrame
-        Index: true value; columns: released value.
+        Index: true value; columns: released value. For a factored solution it is
+        formed from the factors on first access (``(n+1)^2`` floats).
+    factored : FactoredMechanism or None
+        ``G T`` kept as alpha and the sparse remap T (the column-generation route);
+        sampling and export use the factors.
     row_loss : pandas.Series or None
         Expected loss per true value in the side information.
     details : dict
@@ -61,10 +67,29 @@ class Solution:
     seconds: float
     objective: float
     certificate: Certificate
-    mechanism: pd.DataFrame
+    dense: pd.DataFrame | None = field(default=None, repr=False)
+    factored: FactoredMechanism | None = field(default=None, repr=False)
     row_loss: pd.Series | None = None
     details: dict[str, Any] = field(default_factory=dict)
     sampler: Sampler | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if (self.dense is None) == (self.factored is None):
+            raise ValueError("a Solution holds exactly one of a dense or a factored mechanism")
+
+    @cached_property
+    def mechanism(self) -> pd.DataFrame:
+        """The mechanism matrix, labelled (index: true value, columns: released value)."""
+        if self.dense is not None:
+            return self.dense
+        return mechanism_frame(self.factored.dense())
+
+    @property
+    def inputs(self) -> list[Any]:
+        """Row labels of the mechanism (true values)."""
+        if self.dense is not None:
+            return list(self.dense.index)
+        return list(range(self.factored.n + 1))
 
     @property
     def kind(self) -> str:
@@ -124,7 +149,7 @@ class Solution:
             Released values (column labels); for multi-level releases an array
             of shape (count, k), one column per level.
         """
-        rows = list(self.mechanism.index)
+        rows = self.inputs
         if isinstance(true_value, bool) or true_value not in rows:
             raise fail("true_value", self.kind, f"one of the inputs {rows[0]}..{rows[-1]}", true_value)
         count = check_int(count, "count", self.kind, low=1)
@@ -134,19 +159,23 @@ class Solution:
         row = rows.index(true_value)
         if self.sampler is not None:
             return self.sampler(row, count, source)
+        if self.factored is not None:
+            return self.factored.sample(row, count, source)
         drawn = sample_row(self.mechanism.to_numpy(), row, count, self.certificate, source)
         return self.mechanism.columns.to_numpy()[drawn]
 
-    def export(self, path: str) -> None:
+    def export(self, path: str, *, dense: bool = False) -> None:
         """Write the mechanism with its certificate; the format follows the suffix.
 
         ``.csv`` (matrix, with metadata in ``<path>.meta.json``), ``.json``,
-        ``.parquet`` (metadata in the schema), ``.npz``. Refuses an uncertified
-        mechanism; writes atomically (nothing is left behind on failure).
+        ``.parquet`` (metadata in the schema), ``.npz``. A factored solution writes
+        its sparse remap T (long format: from, to, probability) unless ``dense``.
+        Refuses an uncertified mechanism; writes atomically (nothing is left behind
+        on failure).
         """
         from dpopt.export import export_solution
 
-        export_solution(self, path)
+        export_solution(self, path, dense=dense)
 
 
 def _json_float(value: float) -> float | None:

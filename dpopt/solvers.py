@@ -71,7 +71,9 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
     more than ``VIOLATION_RETRY`` although it reports "optimal": first without
     presolve (dual simplex can fail after presolve on geometric kernels, e.g.
     alpha = 0.9), then without scaling (with its default scaling, HiGHS has returned
-    GS LP solutions whose row sums are off by 4e-6 at n = 100).
+    GS LP solutions whose row sums are off by 4e-6 at n = 100), then with the
+    interior-point solver and crossover (dual simplex has stopped with "Solve error"
+    on a well-posed zero-one instance).
     """
     name = _check_solver(solver or default_solver(program.is_dcp() and _is_lp(program)), owner)
     options = dict(SOLVER_OPTIONS.get(name, {}))
@@ -79,7 +81,12 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
     status = _attempt(program, name, options)
     violation = max_violation(program) if status == cp.OPTIMAL else float("inf")
     if name == "HIGHS":
-        for retry in ({"presolve": "off"}, {"presolve": "off", "simplex_scale_strategy": 0}):
+        retries = (
+            {"presolve": "off"},
+            {"presolve": "off", "simplex_scale_strategy": 0},
+            {"highs_options": {"solver": "ipm", "run_crossover": "on"}},
+        )
+        for retry in retries:
             if status == cp.OPTIMAL and violation <= VIOLATION_RETRY:
                 break
             status = _attempt(program, name, {**options, **retry})

@@ -29,7 +29,7 @@ def test_solve_prints_the_contract_fields(capsys):
 def test_compare_prints_one_object_per_method(capsys):
     code, out, _ = run(capsys, "compare", TABLE1)
     rows = [json.loads(line) for line in out.splitlines()]
-    assert code == 0 and {r["method"] for r in rows} == {"lp", "interaction", "geometric"}
+    assert code == 0 and {r["method"] for r in rows} == {"lp", "interaction", "geometric", "factored"}
     exact = [r for r in rows if r["exact"]]
     assert all(r["objective"] == pytest.approx(168 / 415, abs=1e-9) for r in exact)
 

@@ -53,7 +53,7 @@ def test_uncertified_mechanism_is_not_exported(tmp_path):
 def test_failed_write_leaves_nothing(tmp_path, solution, monkeypatch):
     import dpopt.export as export
 
-    def boom(*args):
+    def boom(*args, **kwargs):
         raise OSError("disk full")
 
     monkeypatch.setattr(export, "_write_npz", boom)
@@ -71,9 +71,31 @@ def test_bad_paths_rejected(tmp_path, solution):
 
 def test_edited_file_fails_its_certificate_on_read(tmp_path, solution):
     path = tmp_path / "m.json"
-    solution.export(str(path))
+    solution.export(str(path), dense=True)
     data = json.loads(path.read_text())
     data["mechanism"]["data"][0] = [1.0, 0.0, 0.0, 0.0, 0.0]
     path.write_text(json.dumps(data))
     with pytest.raises(DPOptError, match="certificate"):
         read_solution(path)
+
+
+def test_edited_factored_file_fails_its_certificate_on_read(tmp_path, solution):
+    """Any stochastic remap keeps G's privacy, so an edit is caught by the row sums."""
+    path = tmp_path / "m.json"
+    solution.export(str(path))
+    data = json.loads(path.read_text())
+    data["remap"]["probability"][0] = 5.0
+    path.write_text(json.dumps(data))
+    with pytest.raises(DPOptError, match="certificate"):
+        read_solution(path)
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_factored_exports_are_sparse_and_dense_on_request(tmp_path, solution, suffix):
+    assert solution.factored is not None
+    solution.export(str(tmp_path / f"sparse{suffix}"))
+    solution.export(str(tmp_path / f"dense{suffix}"), dense=True)
+    sparse_back, dense_back = read_solution(tmp_path / f"sparse{suffix}"), read_solution(tmp_path / f"dense{suffix}")
+    assert sparse_back.factored is not None and dense_back.factored is None
+    assert sparse_back.factored.remap.nnz == solution.factored.remap.nnz
+    np.testing.assert_allclose(sparse_back.mechanism.to_numpy(), dense_back.mechanism.to_numpy(), atol=1e-15)

@@ -48,7 +48,7 @@ def _solution(problem: MultiLevelRelease, remaps: list[np.ndarray], **fields: ob
     return Solution(
         problem=problem,
         certificate=cert,
-        mechanism=mechanism_frame(first),
+        dense=mechanism_frame(first),
         objective=deviation,
         exact=True,
         seconds=0.0,

@@ -10,13 +10,14 @@ Definition 2.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from dpopt.losses import loss_table
+from dpopt.losses import NAMED_LOSSES, loss_table, named_loss_rows
 from dpopt.privacy import PrivacyLevel, resolve_privacy
-from dpopt.validation import check_int, fail
+from dpopt.validation import check_choice, check_int, fail
 
 __all__ = ["CountQuery"]
 
@@ -53,26 +54,45 @@ class CountQuery:
     loss: LossSpec = "absolute"
     side_information: Any = None
     privacy: PrivacyLevel = field(init=False, repr=False)
-    loss_matrix: np.ndarray = field(init=False, repr=False)
     support: tuple[int, ...] = field(init=False, repr=False)
+    _table: np.ndarray | None = field(init=False, repr=False, default=None)
 
     kind = KIND
 
     def __post_init__(self) -> None:
         n = check_int(self.n, "n", KIND, low=1)
         privacy = resolve_privacy(self.alpha, self.epsilon, KIND)
-        table = loss_table(self.loss, n, KIND)
-        table.setflags(write=False)
+        # Named losses are monotone by construction and are built on demand (an
+        # (n+1)^2 table is 200 MB at n = 5000); user losses are validated now.
+        if isinstance(self.loss, str):
+            check_choice(self.loss, "loss", KIND, NAMED_LOSSES)
+            table = None
+        else:
+            table = loss_table(self.loss, n, KIND)
+            table.setflags(write=False)
         support = _side_information(self.side_information, n)
         for name, value in (
             ("n", n),
             ("privacy", privacy),
             ("alpha", privacy.alpha),
             ("epsilon", privacy.epsilon),
-            ("loss_matrix", table),
+            ("_table", table),
             ("support", support),
         ):
             object.__setattr__(self, name, value)
+
+    @cached_property
+    def loss_matrix(self) -> np.ndarray:
+        """The (n+1)x(n+1) table ``L[i, r] = l(i, r)`` (read-only)."""
+        table = self._table if self._table is not None else loss_table(self.loss, self.n, KIND)
+        table.setflags(write=False)
+        return table
+
+    def loss_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Rows ``L[rows, :]`` of the loss table, without forming the whole table for named losses."""
+        if self._table is not None:
+            return self._table[rows]
+        return named_loss_rows(self.loss, np.asarray(rows), self.n)
 
     @property
     def loss_name(self) -> str:
