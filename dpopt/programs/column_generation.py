@@ -429,8 +429,18 @@ class ColumnGenerationResult:
 
     @property
     def relative_gap(self) -> float:
-        return self.gap / max(abs(self.upper_bound), 1e-300)
+        """``gap / |upper|`` (0 when both are 0: a consumer who knows the count exactly)."""
+        if self.gap <= 0:
+            return 0.0
+        return self.gap / abs(self.upper_bound) if self.upper_bound else float("inf")
 
+    def within(self, relative: float, absolute: float = 1e-13) -> bool:
+        """Whether ``gap <= relative * |upper| + absolute``."""
+        return self.gap <= relative * abs(self.upper_bound) + absolute
+
+
+#: Absolute slack in the stopping rule, so an optimum of 0 (S a single value) can stop.
+ABSOLUTE_GAP = 1e-14
 
 HIGHS_OPTIONS = {
     "output_flag": False,
@@ -604,7 +614,8 @@ def solve_by_column_generation(
     ----------
     problem : CountQuery
     tolerance : float
-        Stop when ``upper - lower <= tolerance * max(1, |upper|)``.
+        Stop when the master's optimum and the lower bound agree to
+        ``tolerance * |optimum| + ABSOLUTE_GAP``.
     band : int
         Initial master columns: ``|r' - r| <= band``.
     max_rounds : int
@@ -649,9 +660,10 @@ def solve_by_column_generation(
         history.append(record)
         if progress is not None:
             progress(record)
-        if objective - best_lower <= tol * max(1.0, abs(objective)):
+        allowed = tol * abs(objective) + ABSOLUTE_GAP
+        if objective - best_lower <= allowed:
             break
-        scale = tol * max(1.0, abs(objective)) / (n + 1)
+        scale = allowed / (n + 1)
         entering = pricing.row_min < pricing.master_min - scale
         rows = np.flatnonzero(entering)
         if rows.size == 0 or master.add_remap_columns(rows, pricing.row_argmin[rows]) == 0:

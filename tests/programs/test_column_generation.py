@@ -1,0 +1,124 @@
+"""The column-generation route against independent routes (GS LP, the x-space program)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import sparse
+
+import dpopt
+from dpopt.programs.column_generation import _form_for, _price, lagrangian_costs, solve_by_column_generation
+from tests.strategies import monotone_losses, side_information
+
+NAMED = ["absolute", "squared", "zero_one"]
+
+
+def _random_remap(n, rng, width=3):
+    t = np.zeros((n + 1, n + 1))
+    for r in range(n + 1):
+        cols = np.clip(r + rng.integers(-width, width + 1, size=3), 0, n)
+        t[r, cols] += rng.random(3)
+    return t / t.sum(axis=1, keepdims=True)
+
+
+@settings(max_examples=60)
+@given(
+    st.integers(1, 12).flatmap(
+        lambda n: st.tuples(
+            st.just(n), st.floats(0.05, 0.95), st.sampled_from(NAMED + ["table"]), monotone_losses(n),
+            side_information(n), st.integers(0, 2**32 - 1),
+        )
+    )
+)
+def test_pricing_equals_the_dense_lagrangian_costs(case):
+    n, alpha, name, table, s, seed = case
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=table if name == "table" else name, side_information=s)
+    rng = np.random.default_rng(seed)
+    lam = np.zeros(n + 1)
+    lam[list(problem.support)] = rng.random(len(problem.support))
+    lam /= lam.sum()
+    costs = lagrangian_costs(problem, lam)
+    master = sparse.csr_array((rng.random((n + 1, n + 1)) < 0.4).astype(float))
+    pricing = _price(problem, lam, master)
+    scale = np.abs(costs).max() + 1
+    np.testing.assert_allclose(pricing.row_min, costs.min(axis=1), atol=1e-11 * scale)
+    np.testing.assert_allclose(costs[np.arange(n + 1), pricing.row_argmin], costs.min(axis=1), atol=1e-11 * scale)
+    in_master = np.where(master.toarray() > 0, costs, np.inf).min(axis=1)
+    finite = np.isfinite(in_master)
+    np.testing.assert_allclose(pricing.master_min[finite], in_master[finite], atol=1e-11 * scale)
+
+
+@pytest.mark.parametrize("loss", NAMED)
+def test_master_forms_reproduce_the_exact_row_losses(loss):
+    """Every master row is an identity: evaluate it at a random T with its chains."""
+    import cvxpy as cp  # noqa: F401  (the forms are plain sparse rows; evaluate them with numpy)
+
+    n, alpha = 9, 0.7
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=[0, 2, 5, 9])
+    form = _form_for(problem)
+    t = _random_remap(n, np.random.default_rng(1))
+    from dpopt.mechanisms.geometric import geometric_matrix
+
+    exact = ((geometric_matrix(n, alpha) @ t) * problem.loss_matrix).sum(axis=1)[list(problem.support)]
+    # solve the chain rows for the auxiliary variables given T, then read the loss rows
+    aux = form.auxiliary()
+    starts, rows, values = aux.arrays()
+    count = starts.size
+    ends = np.append(starts[1:], rows.size)
+    a_aux = np.zeros((len(form.row_lower), count))
+    for j in range(count):
+        a_aux[rows[starts[j] : ends[j]], j] = values[starts[j] : ends[j]]
+    rhs = np.zeros(len(form.row_lower))
+    for r in range(n + 1):
+        for rp in np.flatnonzero(t[r]):
+            entry_rows, entry_values = form.column(r, rp)
+            rhs[entry_rows] += entry_values * t[r, rp]
+    chain_rows = np.setdiff1d(np.arange(len(form.row_lower)), np.concatenate([form.conv, form.loss]))
+    if count:
+        z = np.linalg.solve(a_aux[chain_rows], -rhs[chain_rows])
+        activity = a_aux @ z + rhs
+    else:
+        activity = rhs
+    constants = -np.array(form.row_upper)[form.loss]
+    np.testing.assert_allclose(activity[form.loss] + constants, exact, rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=40)
+@given(
+    st.integers(1, 25).flatmap(
+        lambda n: st.tuples(
+            st.just(n), st.floats(0.05, 0.95), st.sampled_from(NAMED + ["table"]),
+            monotone_losses(n), side_information(n),
+        )
+    )
+)
+def test_column_generation_equals_the_gs_lp(case):
+    n, alpha, name, table, s = case
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=table if name == "table" else name, side_information=s)
+    result = solve_by_column_generation(problem)
+    lp = dpopt.solve(problem, "lp")
+    assert result.within(1e-9, 1e-10)  # HiGHS works to 1e-10 absolute (matters when the optimum is ~0)
+    scale = abs(result.upper_bound)
+    # the LP's own solver objective is accurate to its feasibility tolerance (~1e-9)
+    assert abs(result.upper_bound - lp.details["solver_objective"]) <= 1e-8 * scale + 1e-9
+    assert result.lower_bound <= lp.objective + 1e-9 * scale + 1e-12
+    assert result.mechanism.certificate(problem.epsilon).ok
+
+
+@pytest.mark.parametrize("loss", NAMED)
+@pytest.mark.parametrize("alpha", [0.1, 0.5, 0.9])
+@pytest.mark.parametrize("n", [40, pytest.param(100, marks=pytest.mark.slow)])
+def test_column_generation_equals_the_x_space_program(n, loss, alpha):
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss)
+    result = solve_by_column_generation(problem)
+    route = dpopt.solve(problem, "interaction")
+    assert result.within(1e-9)
+    assert result.upper_bound == pytest.approx(route.objective, rel=1e-8)
+    assert result.lower_bound <= route.objective * (1 + 1e-12)
+
+
+def test_bad_parameters():
+    problem = dpopt.CountQuery(n=3, alpha=0.5)
+    for kwargs in (dict(tolerance=0), dict(band=-1), dict(max_rounds=0)):
+        with pytest.raises(dpopt.InvalidParameterError):
+            solve_by_column_generation(problem, **kwargs)
