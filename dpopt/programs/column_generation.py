@@ -529,17 +529,24 @@ class _Master:
         ``strategy``: ``"primal"`` (primal simplex: added columns keep the basis
         primal feasible, so a re-solve costs a few pivots; HiGHS's dual simplex
         re-solve costs ~0.5 s at n = 1000 however few pivots it needs), ``"dual"``
-        or ``"ipm"`` (interior point + crossover). On failure the others are tried.
+        or ``"ipm"`` (interior point + crossover, from scratch). On failure the
+        others are tried from scratch.
         """
-        saved = self.h.getBasis()
-        attempts = [strategy] + [other for other in ("primal", "dual", "ipm") if other != strategy]
-        for attempt in attempts:
+        attempts = [(strategy, True)] + [(other, False) for other in ("ipm", "dual") if other != strategy]
+        if strategy == "primal":
+            # Primal simplex occasionally stalls on this degenerate LP (tens of thousands
+            # of pivots after adding a few hundred columns); the dual simplex, warm from
+            # where it stopped, then finishes in far fewer.
+            self.h.setOptionValue("simplex_iteration_limit", 3 * self.form.n + 2000)
+            attempts.insert(1, ("dual", True))
+        for attempt, warm in attempts:
             self._configure(attempt)
-            if attempt != strategy:
-                # a retry: the failed run may have left its factors unusable
+            if attempt != "primal":
+                self.h.setOptionValue("simplex_iteration_limit", 2**31 - 1)
+            if not warm:
+                # cold retry: the failed run may have left its factors unusable, and a
+                # fresh factorisation of the old basis can be unstable (see refined_values)
                 self.h.clearSolver()
-                if saved.valid:
-                    self.h.setBasis(saved)
             self.h.run()
             status = self.h.getModelStatus()
             if status == highspy.HighsModelStatus.kOptimal:
@@ -651,7 +658,7 @@ def solve_by_column_generation(
         return pricing
 
     master.start_from_identity()
-    strategy = "primal"
+    strategy, refreshes = "primal", 0
     for round_number in range(1, max_rounds + 1):
         objective, values, duals = master.solve(strategy)
         strategy = "primal"
@@ -667,7 +674,13 @@ def solve_by_column_generation(
         entering = pricing.row_min < pricing.master_min - scale
         rows = np.flatnonzero(entering)
         if rows.size == 0 or master.add_remap_columns(rows, pricing.row_argmin[rows]) == 0:
-            break
+            # No column prices out, yet the bounds disagree: the simplex duals are off
+            # (its updated factors drift along the recurrence chains). An interior-point
+            # solve from scratch gives accurate multipliers; allow it twice.
+            if refreshes == 2:
+                break
+            refreshes += 1
+            strategy = "ipm"
     values = master.refined_values()
     mechanism = FactoredMechanism.from_remap(n, problem.alpha, master.remap(values))
     losses = mechanism.row_losses(problem.loss_rows, support)
