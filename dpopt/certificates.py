@@ -79,6 +79,28 @@ class Certificate:
         return data
 
     @classmethod
+    def measured(
+        cls,
+        loss: float,
+        epsilon: float,
+        worst_pair: tuple[int, int, int],
+        min_entry: float,
+        row_sum_error: float,
+        **notes: Any,
+    ) -> "Certificate":
+        """The verdict for measured quantities: the one place ``ok`` is decided."""
+        ok = loss <= epsilon + LOG_TOLERANCE and min_entry >= 0.0 and row_sum_error <= ROW_SUM_TOLERANCE
+        return cls(
+            max_privacy_loss=float(loss),
+            target=float(epsilon),
+            ok=bool(ok),
+            worst_pair=worst_pair,
+            min_entry=float(min_entry),
+            max_row_sum_error=float(row_sum_error),
+            **notes,
+        )
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Certificate":
         values = dict(data)
         values["worst_pair"] = tuple(values["worst_pair"])
@@ -140,17 +162,8 @@ def certify(
         p, r = divmod(int(np.argmax(losses)), x.shape[1])
         loss = float(losses[p, r])
         worst = (int(nb[p, 0]), int(nb[p, 1]), r)
-    ok = loss <= epsilon + LOG_TOLERANCE and min_entry >= 0.0 and row_err <= ROW_SUM_TOLERANCE
-    return Certificate(
-        max_privacy_loss=loss,
-        target=float(epsilon),
-        ok=bool(ok),
-        worst_pair=worst,
-        min_entry=min_entry,
-        max_row_sum_error=row_err,
-        repair=repair_note,
-        mixing_weight=float(mixing_weight),
-        method=method,
+    return Certificate.measured(
+        loss, epsilon, worst, min_entry, row_err, repair=repair_note, mixing_weight=float(mixing_weight), method=method
     )
 
 

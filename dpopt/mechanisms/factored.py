@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 import numpy as np
 from scipy import sparse
 
-from dpopt.certificates import LOG_TOLERANCE, ROW_SUM_TOLERANCE, Certificate
+from dpopt.certificates import Certificate
 from dpopt.sampling import RandomSource, uniforms
 from dpopt.validation import fail
 
@@ -136,14 +136,12 @@ class FactoredMechanism:
                 if loss[p, r] > worst:
                     worst, worst_pair = float(loss[p, r]), (int(offset + p), int(offset + p + 1), r)
             previous = logx[-1:]
-        ok = worst <= epsilon + LOG_TOLERANCE and min_entry >= 0 and row_error <= ROW_SUM_TOLERANCE
-        return Certificate(
-            max_privacy_loss=worst,
-            target=float(epsilon),
-            ok=bool(ok),
-            worst_pair=worst_pair,
-            min_entry=float(min_entry),
-            max_row_sum_error=row_error,
+        return Certificate.measured(
+            worst,
+            epsilon,
+            worst_pair,
+            min_entry,
+            row_error,
             repair="clip+renormalise remap",
             method="by_construction: geometric mechanism + stochastic remap; measured in log space",
         )
