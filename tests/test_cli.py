@@ -91,3 +91,20 @@ def test_console_entry_point_in_a_subprocess(tmp_path):
         [sys.executable, "-m", "dpopt.cli", "solve", str(tmp_path / "none.toml")], capture_output=True, text=True
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_factored_solution_reports_bounds_and_exports_sparse(capsys, tmp_path):
+    import numpy as np
+
+    target = tmp_path / "remap.npz"
+    code, out, _ = run(capsys, "solve", TABLE1, "--export", str(target))
+    data = json.loads(out)
+    assert code == 0 and data["method"] == "factored"
+    assert data["lower_bound"] <= data["objective"] == data["upper_bound"]
+    assert data["upper_bound"] - data["lower_bound"] <= 1e-9 * data["upper_bound"]
+    with np.load(target) as arrays:
+        assert set(arrays.files) == {"from", "to", "probability", "metadata"}
+        assert json.loads(str(arrays["metadata"]))["summary"]["lower_bound"] == data["lower_bound"]
+    dense = tmp_path / "dense.csv"
+    assert run(capsys, "solve", TABLE1, "--export", str(dense), "--dense")[0] == 0
+    assert dense.read_text().splitlines()[0].startswith("true,")
