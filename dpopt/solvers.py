@@ -78,8 +78,10 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
     name = _check_solver(solver or default_solver(program.is_dcp() and _is_lp(program)), owner)
     options = dict(SOLVER_OPTIONS.get(name, {}))
     start = time.perf_counter()
+    best: tuple[float, float, list[Any]] | None = None  # (violation, objective, variable values)
     status = _attempt(program, name, options)
-    violation = max_violation(program) if status == cp.OPTIMAL else float("inf")
+    if status == cp.OPTIMAL:
+        best = _snapshot(program)
     if name == "HIGHS":
         retries = (
             {"presolve": "off"},
@@ -87,16 +89,26 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
             {"highs_options": {"solver": "ipm", "run_crossover": "on"}},
         )
         for retry in retries:
-            if status == cp.OPTIMAL and violation <= VIOLATION_RETRY:
+            if best is not None and best[0] <= VIOLATION_RETRY:
                 break
             status = _attempt(program, name, {**options, **retry})
-            violation = max_violation(program) if status == cp.OPTIMAL else float("inf")
+            if status == cp.OPTIMAL:
+                candidate = _snapshot(program)
+                if best is None or candidate[0] < best[0]:
+                    best = candidate
     seconds = time.perf_counter() - start
-    if status != cp.OPTIMAL:
+    if best is None:
         raise SolverError(name, str(status), f"({owner})")
+    violation, objective, values = best
+    for variable, value in zip(program.variables(), values):
+        variable.project_and_assign(value)  # the most feasible attempt (clipped to its domain)
     return SolveInfo(
-        solver=name, status=str(status), seconds=seconds, objective=float(program.value), max_violation=violation
+        solver=name, status=cp.OPTIMAL, seconds=seconds, objective=objective, max_violation=violation
     )
+
+
+def _snapshot(program: cp.Problem) -> tuple[float, float, list[Any]]:
+    return max_violation(program), float(program.value), [v.value.copy() for v in program.variables()]
 
 
 #: A reported-optimal HiGHS point violating a constraint by more than this is re-solved.
@@ -114,7 +126,7 @@ def _attempt(program: cp.Problem, solver: str, options: dict[str, Any]) -> str:
             # cvxpy warns "Solution may be inaccurate"; we report the status instead.
             warnings.simplefilter("ignore", UserWarning)
             program.solve(solver=solver, **options)
-    except cp.error.SolverError as exc:
+    except (cp.error.SolverError, ValueError) as exc:  # ValueError: cvxpy cannot unpack an unknown status
         return f"solver_error: {exc}"
     return str(program.status)
 
