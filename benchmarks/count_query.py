@@ -131,7 +131,11 @@ def scale_benchmark(
         for alpha in alphas:
             for n in sizes:
                 problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss)
-                fast, fast_s, fast_mb = measure(lambda: dpopt.solve(problem, "factored"))
+                try:
+                    fast, fast_s, fast_mb = measure(lambda: dpopt.solve(problem, "factored"))
+                except dpopt.SolverError as exc:
+                    print(f"{loss} {alpha} {n} factored FAILED: {exc}", flush=True)
+                    continue
                 row = {
                     "loss": loss, "alpha": alpha, "n": n,
                     "factored_s": fast_s, "factored_MiB": fast_mb,
