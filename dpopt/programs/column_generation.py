@@ -448,7 +448,7 @@ HIGHS_OPTIONS = {
     "dual_feasibility_tolerance": 1e-10,
     "small_matrix_value": 1e-12,
     "threads": 1,
-    "simplex_primal_edge_weight_strategy": 1,
+    "simplex_primal_edge_weight_strategy": 1,  # devex; measured the same pivots as the default
 }
 
 
