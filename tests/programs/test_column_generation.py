@@ -51,8 +51,6 @@ def test_pricing_equals_the_dense_lagrangian_costs(case):
 @pytest.mark.parametrize("loss", NAMED)
 def test_master_forms_reproduce_the_exact_row_losses(loss):
     """Every master row is an identity: evaluate it at a random T with its chains."""
-    import cvxpy as cp  # noqa: F401  (the forms are plain sparse rows; evaluate them with numpy)
-
     n, alpha = 9, 0.7
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=[0, 2, 5, 9])
     form = _form_for(problem)
