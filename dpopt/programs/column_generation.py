@@ -158,6 +158,16 @@ class _ChainForm(_Form):
     def _loss_entry(self, j: int, coefficient: float) -> tuple[list[int], list[float]]:
         return ([int(self.loss_at[j])], [coefficient]) if self.in_support[j] else ([], [])
 
+    def _moment_column(self, r: int, moments: list[tuple[float, np.ndarray, np.ndarray]]) -> tuple[list[int], list[float]]:
+        """Column entries of T[r, r']: its convexity row, and each (value, left, right) moment."""
+        rows, vals = [int(self.conv[r])], [1.0]
+        for value, left, right in moments:
+            if value:
+                mr, mv = self._moment_entries(r, value, left, right)
+                rows += mr
+                vals += mv
+        return rows, vals
+
     def _moment_entries(self, r: int, value: float, left: np.ndarray, right: np.ndarray) -> tuple[list[int], list[float]]:
         """Where a per-row moment f_r enters: left chain row r and right chain row r-1."""
         rows, vals = [left[r]], [-self.g[r] * value]
@@ -182,11 +192,8 @@ class _AbsoluteForm(_ChainForm):
 
     def column(self, r: int, rp: int) -> tuple[np.ndarray, np.ndarray]:
         t = rp - r
-        rows, vals = [self.conv[r]], [1.0]
+        rows, vals = self._moment_column(r, [(float(t), self.p_left, self.p_right)])
         if t:
-            mr, mv = self._moment_entries(r, float(t), self.p_left, self.p_right)
-            rows += mr
-            vals += mv
             between = np.arange(r, rp) if t > 0 else np.arange(rp + 1, r)
             between = between[self.in_support[between]]
             if between.size:
@@ -219,12 +226,7 @@ class _SquaredForm(_ChainForm):
 
     def column(self, r: int, rp: int) -> tuple[np.ndarray, np.ndarray]:
         t = rp - r
-        rows, vals = [self.conv[r]], [1.0]
-        if t:
-            for value, left, right in ((float(t), self.p_left, self.p_right), (float(t * t), self.u_left, self.u_right)):
-                mr, mv = self._moment_entries(r, value, left, right)
-                rows += mr
-                vals += mv
+        rows, vals = self._moment_column(r, [(float(t), self.p_left, self.p_right), (float(t * t), self.u_left, self.u_right)])
         return np.array(rows), np.array(vals)
 
 
