@@ -169,36 +169,19 @@ def _write_npz(frame: pd.DataFrame, meta: dict[str, Any], path: str, *, factored
         )
 
 
-def _read_factored(path: Path) -> tuple[pd.DataFrame, dict[str, Any]] | None:
-    """The long remap table and metadata of a factored export, or None for a dense one."""
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        meta = json.loads(Path(f"{path}.meta.json").read_text())
-        return (pd.read_csv(path), meta) if "factored" in meta else None
-    if suffix == ".json":
-        meta = json.loads(path.read_text())
-        return (pd.DataFrame(meta["remap"]), meta) if "factored" in meta else None
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(path)
-        meta = json.loads(table.schema.metadata[b"dpopt"])
-        return (table.to_pandas(), meta) if "factored" in meta else None
-    with np.load(path, allow_pickle=False) as data:
-        meta = json.loads(str(data["metadata"]))
-        if "factored" not in meta:
-            return None
-        return pd.DataFrame({name: data[name] for name in ("from", "to", "probability")}), meta
-
-
 def _read(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read a file once: its table and metadata.
+
+    The table is the long remap (``from``, ``to``, ``probability``) when the metadata
+    has a ``factored`` entry, else the labelled mechanism matrix.
+    """
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        frame = pd.read_csv(path, index_col=0)
         meta = json.loads(Path(f"{path}.meta.json").read_text())
+        frame = pd.read_csv(path) if "factored" in meta else pd.read_csv(path, index_col=0)
     elif suffix == ".json":
         meta = json.loads(path.read_text())
-        frame = _frame_from_dict(meta["mechanism"])
+        frame = pd.DataFrame(meta["remap"]) if "factored" in meta else _frame_from_dict(meta["mechanism"])
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -208,7 +191,12 @@ def _read(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     else:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["metadata"]))
-            frame = pd.DataFrame(data["mechanism"], index=data["index"], columns=data["columns"])
+            if "factored" in meta:
+                frame = pd.DataFrame({name: data[name] for name in ("from", "to", "probability")})
+            else:
+                frame = pd.DataFrame(data["mechanism"], index=data["index"], columns=data["columns"])
+    if "factored" in meta:
+        return frame, meta
     from dpopt.solution import mechanism_frame
 
     columns = [int(c) if str(c).lstrip("-").isdigit() else c for c in frame.columns]
@@ -228,17 +216,13 @@ def read_solution(path: str | os.PathLike[str]) -> Any:
     file = Path(path)
     if file.suffix.lower() not in EXPORT_FORMATS or not file.exists():
         raise fail("path", "read_solution", "an existing file ending in " + ", ".join(EXPORT_FORMATS), str(path))
-    factored_data = _read_factored(file)
-    if factored_data is not None:
-        remap_frame, meta = factored_data
-        factored = _factored_from_frame(remap_frame, meta)
-        problem = problem_from_dict(meta["problem"], origin=file.name)
+    table, meta = _read(file)
+    problem = problem_from_dict(meta["problem"], origin=file.name)
+    if "factored" in meta:
+        frame, factored = None, _factored_from_frame(table, meta)
         cert = factored.certificate(problem.epsilon)
-        frame = None
     else:
-        frame, meta = _read(file)
-        factored = None
-        problem = problem_from_dict(meta["problem"], origin=file.name)
+        frame, factored = table, None
         cert = certify(frame.to_numpy(), problem.epsilon, method="measured on read")
     if not cert.ok:
         raise DPOptError(f"{file}: the mechanism read fails its privacy certificate ({cert.max_privacy_loss} > {cert.target}).")
