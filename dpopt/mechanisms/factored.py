@@ -16,21 +16,14 @@ import numpy as np
 from scipy import sparse
 
 from dpopt.certificates import Certificate
+from dpopt.mechanisms.geometric import column_weights, geometric_rows
 from dpopt.sampling import RandomSource, uniforms
 from dpopt.validation import fail
 
-__all__ = ["FactoredMechanism", "geometric_rows"]
+__all__ = ["FactoredMechanism"]
 
 #: Rows per block when a dense product is streamed (memory ~ BLOCK * (n+1) floats).
 BLOCK = 256
-
-
-def geometric_rows(n: int, alpha: float, rows: np.ndarray) -> np.ndarray:
-    """Rows ``G[rows, :]`` of the range-restricted geometric mechanism (Definition 4)."""
-    columns = np.arange(n + 1)
-    scale = np.full(n + 1, (1 - alpha) / (1 + alpha))
-    scale[[0, -1]] = 1 / (1 + alpha)
-    return alpha ** np.abs(np.asarray(rows)[:, None] - columns[None, :]) * scale[None, :]
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,9 +95,7 @@ class FactoredMechanism:
         columns = np.repeat(np.arange(self.n + 1), np.diff(t.indptr))
         nonempty = np.unique(columns)
         starts = t.indptr[nonempty]
-        scale = np.full(self.n + 1, np.log((1 - self.alpha) / (1 + self.alpha)))
-        scale[[0, -1]] = -np.log1p(self.alpha)
-        base = scale[t.indices] + np.log(t.data)
+        base = np.log(column_weights(self.n, self.alpha))[t.indices] + np.log(t.data)
         log_alpha = np.log(self.alpha)
         every = np.arange(self.n + 1)
         for begin in range(0, every.size, BLOCK):

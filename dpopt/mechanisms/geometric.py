@@ -43,6 +43,8 @@ from dpopt.validation import check_int, check_real, fail
 
 __all__ = [
     "geometric_matrix",
+    "geometric_rows",
+    "column_weights",
     "geometric_inverse",
     "two_sided_geometric",
     "sample_geometric_release",
@@ -80,18 +82,25 @@ def geometric_matrix(n: int, alpha: float | Fraction) -> np.ndarray:
         ``(n+1, n+1)``; row i is the output distribution when the true count is i.
     """
     n = check_int(n, "n", OWNER, low=1)
-    a = _alpha(alpha)
-    dist = np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :])
-    if isinstance(a, Fraction):
-        powers = np.array([a**k for k in range(n + 1)], dtype=object)
-        inner = (1 - a) / (1 + a)
-        edge = 1 / (1 + a)
+    return geometric_rows(n, _alpha(alpha), np.arange(n + 1))
+
+
+def column_weights(n: int, alpha: float | Fraction) -> np.ndarray:
+    """``d_r`` of Definition 4: ``G[i, r] = d_r alpha^|i-r|`` (edges 1/(1+a), inside (1-a)/(1+a))."""
+    exact = isinstance(alpha, Fraction)
+    weights = np.full(n + 1, (1 - alpha) / (1 + alpha), dtype=object if exact else float)
+    weights[[0, -1]] = 1 / (1 + alpha)
+    return weights
+
+
+def geometric_rows(n: int, alpha: float | Fraction, rows: np.ndarray) -> np.ndarray:
+    """Rows ``G[rows, :]`` of ``G_{n,alpha}`` without forming the rest (exact for a Fraction)."""
+    dist = np.abs(np.asarray(rows)[:, None] - np.arange(n + 1)[None, :])
+    if isinstance(alpha, Fraction):
+        powers = np.array([alpha**k for k in range(n + 1)], dtype=object)
     else:
-        powers = a ** np.arange(n + 1, dtype=float)
-        inner = (1 - a) / (1 + a)
-        edge = 1 / (1 + a)
-    scale = np.array([edge] + [inner] * (n - 1) + [edge], dtype=object if isinstance(a, Fraction) else float)
-    return powers[dist] * scale[None, :]
+        powers = alpha ** np.arange(n + 1, dtype=float)
+    return powers[dist] * column_weights(n, alpha)[None, :]
 
 
 def remap_from_geometric(mechanism: np.ndarray, alpha: float | Fraction) -> np.ndarray:

@@ -49,7 +49,8 @@ import highspy
 import numpy as np
 from scipy import sparse
 
-from dpopt.mechanisms.factored import FactoredMechanism, geometric_rows
+from dpopt.mechanisms.factored import FactoredMechanism
+from dpopt.mechanisms.geometric import column_weights
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.geometric_moments import kernel_moments
 from dpopt.validation import SolverError, check_int, check_real
@@ -57,12 +58,6 @@ from dpopt.validation import SolverError, check_int, check_real
 __all__ = ["ColumnGenerationResult", "solve_by_column_generation", "lagrangian_costs"]
 
 INF = highspy.kHighsInf
-
-
-def _edge_weights(n: int, alpha: float) -> np.ndarray:
-    g = np.full(n + 1, (1 - alpha) / (1 + alpha))
-    g[[0, -1]] = 1 / (1 + alpha)
-    return g
 
 
 # ---------------------------------------------------------------------------
@@ -99,7 +94,7 @@ class _Form:
         self.problem = problem
         self.n = problem.n
         self.alpha = problem.alpha
-        self.g = _edge_weights(self.n, self.alpha)
+        self.g = column_weights(self.n, self.alpha)
         self.support = np.array(problem.support)
         self.in_support = np.zeros(self.n + 1, dtype=bool)
         self.in_support[self.support] = True
@@ -287,7 +282,7 @@ def lagrangian_costs(problem: CountQuery, lam: np.ndarray) -> np.ndarray:
     """The dense (n+1)^2 matrix C (for tests and small n): ``diag(g) K (lambda * L)``."""
     n, alpha = problem.n, problem.alpha
     kernel = alpha ** np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :])
-    return _edge_weights(n, alpha)[:, None] * (kernel @ (lam[:, None] * problem.loss_matrix))
+    return column_weights(n, alpha)[:, None] * (kernel @ (lam[:, None] * problem.loss_matrix))
 
 
 def _price(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pricing:
@@ -308,7 +303,7 @@ def _finish(costs_of_master: np.ndarray, master: sparse.csr_array, row_min: np.n
 
 
 def _price_squared(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pricing:
-    n, g = problem.n, _edge_weights(problem.n, problem.alpha)
+    n, g = problem.n, column_weights(problem.n, problem.alpha)
     m = kernel_moments(lam, problem.alpha, 2)
     m0, m1, m2 = m.total, m.signed_first, m.second
     r = np.arange(n + 1)
@@ -330,7 +325,7 @@ def _price_absolute(problem: CountQuery, lam: np.ndarray, master: sparse.csr_arr
     ``corr_r(r') = sum_{r <= i < r'} lambda_i alpha^(i-r) (r'-i)`` for r' > r, obeying
     ``corr_r = lambda_r (r' - r)^+ + alpha corr_{r+1}``; symmetrically for r' < r.
     """
-    n, alpha, g = problem.n, problem.alpha, _edge_weights(problem.n, problem.alpha)
+    n, alpha, g = problem.n, problem.alpha, column_weights(problem.n, problem.alpha)
     moments = kernel_moments(lam, alpha, 1)
     m = moments.absolute_first
     k = moments.backward[0] - (moments.forward[0] - lam)  # sum_{i>=r} - sum_{i<r}
@@ -369,7 +364,7 @@ def _price_absolute(problem: CountQuery, lam: np.ndarray, master: sparse.csr_arr
 
 
 def _price_dense(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pricing:
-    n, alpha, g = problem.n, problem.alpha, _edge_weights(problem.n, problem.alpha)
+    n, alpha, g = problem.n, problem.alpha, column_weights(problem.n, problem.alpha)
     if problem.loss_name == "zero_one":
         total = kernel_moments(lam, alpha, 0).total
         rows = np.arange(n + 1)
