@@ -15,7 +15,7 @@ import numpy as np
 from dpopt.certificates import Certificate
 from dpopt.validation import check_int, fail
 
-__all__ = ["RandomSource", "SecureRandom", "resolve_rng", "uniforms", "sample_row"]
+__all__ = ["RandomSource", "SecureRandom", "resolve_rng", "uniforms", "inverse_cdf", "sample_row"]
 
 
 class SecureRandom:
@@ -62,6 +62,21 @@ def uniforms(source: RandomSource, size: int) -> np.ndarray:
     return source.random(size)
 
 
+def inverse_cdf(probabilities: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Indices drawn by inverse CDF: for each uniform in ``u``, from one distribution.
+
+    ``probabilities`` is one row (shared by every ``u``) or one row per ``u``. Negative
+    round-off is clipped and the CDF normalised, so a zero-probability index is
+    never drawn and the last step is exact.
+    """
+    p = np.clip(np.asarray(probabilities, dtype=float), 0.0, None)
+    cdf = np.cumsum(p, axis=-1)
+    if p.ndim == 1:
+        return np.searchsorted(cdf / cdf[-1], u, side="right")
+    cdf /= cdf[:, -1:]
+    return (cdf > u[:, None]).argmax(axis=1)
+
+
 def sample_row(
     matrix: np.ndarray,
     row: int,
@@ -77,6 +92,4 @@ def sample_row(
     if not certificate.ok:
         raise fail("certificate", "sampling", "a passing privacy certificate (ok = true)", certificate.to_dict())
     count = check_int(count, "count", "sampling", low=1)
-    cdf = np.cumsum(np.asarray(matrix, dtype=float)[row])
-    cdf /= cdf[-1]  # the row sums to 1 within round-off; make the last step exact
-    return np.searchsorted(cdf, uniforms(source, count), side="right")
+    return inverse_cdf(np.asarray(matrix, dtype=float)[row], uniforms(source, count))

@@ -17,7 +17,7 @@ from scipy import sparse
 
 from dpopt.certificates import Certificate
 from dpopt.mechanisms.geometric import column_weights, geometric_rows
-from dpopt.sampling import RandomSource, uniforms
+from dpopt.sampling import RandomSource, inverse_cdf, uniforms
 from dpopt.validation import fail
 
 __all__ = ["FactoredMechanism"]
@@ -139,17 +139,13 @@ class FactoredMechanism:
 
     def sample(self, row: int, count: int, source: RandomSource) -> np.ndarray:
         """Draw through the factors: r ~ G[row], then the release ~ T[r]."""
-        g_cdf = np.cumsum(geometric_rows(self.n, self.alpha, np.array([row]))[0])
-        g_cdf /= g_cdf[-1]
-        middle = np.searchsorted(g_cdf, uniforms(source, count), side="right")
+        middle = inverse_cdf(geometric_rows(self.n, self.alpha, np.array([row]))[0], uniforms(source, count))
         out = np.empty(count, dtype=int)
         u = uniforms(source, count)
         t = self.remap
         for r in np.unique(middle):
             where = middle == r
-            start, stop = t.indptr[r], t.indptr[r + 1]
-            cdf = np.cumsum(t.data[start:stop])
-            cdf /= cdf[-1]
-            out[where] = t.indices[start:stop][np.searchsorted(cdf, u[where], side="right")]
+            span = slice(t.indptr[r], t.indptr[r + 1])
+            out[where] = t.indices[span][inverse_cdf(t.data[span], u[where])]
         return out
 

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from dpopt.mechanisms.geometric import geometric_matrix, remap_from_geometric
-from dpopt.sampling import RandomSource, uniforms
+from dpopt.sampling import RandomSource, inverse_cdf, uniforms
 from dpopt.validation import fail
 
 __all__ = ["level_remap", "chain_remaps", "chain_marginals", "sample_chain", "verify_chain_exact"]
@@ -71,14 +71,7 @@ def sample_chain(
 ) -> np.ndarray:
     """Algorithm 1's release: ``count`` independent chains ``(r_1, .., r_k)`` for true input ``row``."""
     out = np.empty((count, len(remaps) + 1), dtype=int)
-    out[:, 0] = _inverse_cdf(np.broadcast_to(first[row], (count, first.shape[1])), source)
+    out[:, 0] = inverse_cdf(first[row], uniforms(source, count))
     for level, remap in enumerate(remaps, start=1):
-        out[:, level] = _inverse_cdf(remap[out[:, level - 1]], source)
+        out[:, level] = inverse_cdf(remap[out[:, level - 1]], uniforms(source, count))
     return out
-
-
-def _inverse_cdf(rows: np.ndarray, source: RandomSource) -> np.ndarray:
-    cdf = np.cumsum(np.clip(rows, 0.0, None), axis=1)
-    cdf /= cdf[:, -1:]
-    u = uniforms(source, rows.shape[0])
-    return (cdf > u[:, None]).argmax(axis=1)
