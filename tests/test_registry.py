@@ -17,7 +17,6 @@ BAD_PRIVACY = {
     "count_query": [dict(n=3, alpha=1.2), dict(n=3, epsilon=-1), dict(n=3), dict(n=3, alpha=0.5, epsilon=1)],
     "multi_level_release": [dict(n=3, alphas=[1.2]), dict(n=3, epsilons=[-1.0]), dict(n=3)],
 }
-CASES = [(kind, name) for kind in sorted(REGISTRY) for name in sorted(REGISTRY[kind])]
 dpopt.registry._load_methods()
 CASES = [(kind, name) for kind in sorted(REGISTRY) for name in sorted(REGISTRY[kind])]
 

@@ -42,6 +42,7 @@ to the tolerance.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -85,7 +86,7 @@ class _Columns:
         return np.asarray(self.starts[:-1], dtype=np.int32), rows, values
 
 
-class _Form:
+class _Form(ABC):
     """How one loss family enters the restricted master (rows, auxiliary columns, T columns)."""
 
     identity_losses: np.ndarray  # E_i when T is the identity (the geometric mechanism)
@@ -118,10 +119,12 @@ class _Form:
         self.loss_at[self.support] = self.loss
 
     def auxiliary(self) -> _Columns:
+        """Auxiliary (chain) columns; forms whose loss rows read T directly have none."""
         return _Columns()
 
+    @abstractmethod
     def column(self, r: int, rp: int) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError  # pragma: no cover - every form overrides it
+        """Rows and values of the master column of ``T[r, rp]``."""
 
 
 class _ChainForm(_Form):
