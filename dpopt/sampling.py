@@ -15,7 +15,7 @@ import numpy as np
 from dpopt.certificates import Certificate
 from dpopt.validation import check_int, fail
 
-__all__ = ["RandomSource", "SecureRandom", "resolve_rng", "uniforms", "inverse_cdf", "sample_row"]
+__all__ = ["RandomSource", "SecureRandom", "resolve_rng", "uniforms", "open_uniforms", "inverse_cdf", "sample_row"]
 
 
 class SecureRandom:
@@ -51,7 +51,7 @@ def resolve_rng(rng: Any = None, *, secure: bool = False) -> RandomSource:
         return SecureRandom()
     if rng is None:
         return np.random.default_rng()
-    if isinstance(rng, np.random.Generator):
+    if isinstance(rng, (np.random.Generator, SecureRandom)):
         return rng
     seed = check_int(rng, "seed", "sampling", low=0)
     return np.random.default_rng(seed)
@@ -60,6 +60,16 @@ def resolve_rng(rng: Any = None, *, secure: bool = False) -> RandomSource:
 def uniforms(source: RandomSource, size: int) -> np.ndarray:
     """``size`` uniforms in [0, 1) from ``source``."""
     return source.random(size)
+
+
+def open_uniforms(source: RandomSource, size: int) -> np.ndarray:
+    """``size`` uniforms strictly inside (0, 1): the 53-bit grid shifted by half a step.
+
+    Both sources return multiples of 2**-53 in [0, 1); adding 2**-54 keeps the grid
+    symmetric about 1/2 and lets inverse CDFs with infinite tails (Laplace, Gaussian)
+    take every draw without producing +-inf.
+    """
+    return uniforms(source, size) + 2.0**-54
 
 
 def inverse_cdf(probabilities: np.ndarray, u: np.ndarray) -> np.ndarray:

@@ -1,0 +1,162 @@
+"""The Gaussian mechanism with three calibrations of sigma, side by side.
+
+* ``"classic"`` -- ``sigma = Delta_2 sqrt(2 ln(1.25 / delta)) / epsilon`` (Dwork & Roth
+  Theorem A.1; Liu-Wu-Zhou Definition 5; Liu Eq. 19). Only valid for epsilon < 1.
+* ``"pdp"`` -- Liu's (epsilon, delta)-probabilistic-DP bound, Lemma 10 / Eq. (18):
+  ``sigma = Delta (sqrt(z^2 + 2 epsilon) - z) / (2 epsilon)`` with ``z = Phi^-1(delta / 2)``.
+  It is the p = 2, one-dimensional case of Lemma 5 solved in closed form (the tests
+  check it against the Monte Carlo bound of Lemma 5).
+* ``"analytic"`` -- Balle & Wang (2018), Theorem 8: the smallest sigma with
+  ``Phi(Delta / (2 sigma) - epsilon sigma / Delta) - e^epsilon Phi(-Delta / (2 sigma) - epsilon sigma / Delta) <= delta``,
+  which is exact (epsilon, delta)-DP for every epsilon > 0. Solved by Brent's
+  method on the log scale of sigma; the left side is decreasing in sigma.
+
+Lemma 11 of Liu states its threshold as ``delta < 2 Phi(sqrt 2) ~ 0.157``; the
+proof's own inequality ``z^2 / 2 >= 1`` gives ``delta <= 2 Phi(-sqrt 2) ~ 0.1573``
+(``2 Phi(sqrt 2)`` is 1.84). :func:`lemma11_threshold` returns both the
+epsilon-free threshold and the exact one for a given epsilon.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import optimize, special
+
+from dpopt.mechanisms.noise import AdditiveNoise, check_delta, check_epsilon, check_sensitivity
+from dpopt.validation import check_choice, fail
+
+__all__ = [
+    "GaussianMechanism",
+    "classic_sigma",
+    "pdp_sigma",
+    "analytic_sigma",
+    "analytic_delta",
+    "lemma11_threshold",
+    "CALIBRATIONS",
+]
+
+CALIBRATIONS = ("analytic", "classic", "pdp")
+
+
+def classic_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
+    """``Delta_2 sqrt(2 ln(1.25 / delta)) / epsilon`` (requires epsilon < 1)."""
+    if not epsilon < 1.0:
+        raise fail("epsilon", "gaussian mechanism (classic calibration)", "a float in (0, 1)", epsilon)
+    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+
+
+def pdp_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
+    """Liu's Lemma 10 / Eq. (18) for (epsilon, delta)-pDP."""
+    z = special.ndtri(delta / 2.0)
+    return sensitivity * (math.sqrt(z * z + 2.0 * epsilon) - z) / (2.0 * epsilon)
+
+
+def analytic_delta(sigma: Any, sensitivity: float, epsilon: float) -> np.ndarray:
+    """The exact delta of the Gaussian mechanism with ``sigma`` at ``epsilon`` (Balle-Wang Thm 8).
+
+    ``e^epsilon Phi(-v)`` is evaluated as ``exp(epsilon + log Phi(-v))`` so that it
+    neither overflows nor cancels for large epsilon.
+    """
+    s = np.asarray(sigma, dtype=float)
+    u = sensitivity / (2.0 * s)
+    w = epsilon * s / sensitivity
+    return special.ndtr(u - w) - np.exp(epsilon + special.log_ndtr(-u - w))
+
+
+def analytic_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
+    """Smallest sigma meeting (epsilon, delta)-DP exactly (Balle & Wang 2018, Algorithm 1 by root finding)."""
+
+    def gap(log_sigma: float) -> float:
+        return float(analytic_delta(math.exp(log_sigma), sensitivity, epsilon)) - delta
+
+    low = math.log(sensitivity) - 1.0
+    while gap(low) < 0:
+        low -= 2.0
+    high = math.log(sensitivity) + 1.0
+    while gap(high) > 0:
+        high += 2.0
+    return math.exp(optimize.brentq(gap, low, high, xtol=1e-15, rtol=1e-15, maxiter=200))
+
+
+def lemma11_threshold(epsilon: float | None = None) -> float:
+    """Largest delta for which the pDP Gaussian (Eq. 18) has larger variance than Laplace.
+
+    Without epsilon: the bound valid for every epsilon, ``2 Phi(-sqrt 2)``. With
+    epsilon: solving ``(sqrt(z^2 + 2 eps) + z)^2 / 8 = 1`` for ``z = -Phi^-1(delta/2)``
+    gives ``z = (4 - eps) / sqrt 8``, i.e. ``delta = 2 Phi(-(4 - eps) / sqrt 8)``.
+    """
+    if epsilon is None:
+        return float(2.0 * special.ndtr(-math.sqrt(2.0)))
+    return float(2.0 * special.ndtr(-(4.0 - epsilon) / math.sqrt(8.0)))
+
+
+_SIGMA = {"classic": classic_sigma, "pdp": pdp_sigma, "analytic": analytic_sigma}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GaussianMechanism(AdditiveNoise):
+    """``x + N(0, sigma^2)`` for a query of l2 sensitivity Delta_2.
+
+    Parameters
+    ----------
+    sensitivity : float
+        l2 global sensitivity.
+    epsilon : float
+        Budget (< 1 for the classic calibration).
+    delta : float
+        In (0, 1).
+    calibration : {"analytic", "classic", "pdp"}
+    """
+
+    sensitivity: float
+    epsilon: float
+    delta: float
+    calibration: str = "analytic"
+    sigma: float = field(init=False)
+    owner = "gaussian mechanism"
+
+    def __post_init__(self) -> None:
+        delta_s = check_sensitivity(self.sensitivity, self.owner)
+        eps = check_epsilon(self.epsilon, self.owner)
+        dlt = check_delta(self.delta, self.owner)
+        check_choice(self.calibration, "calibration", self.owner, CALIBRATIONS)
+        object.__setattr__(self, "sensitivity", delta_s)
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "delta", dlt)
+        object.__setattr__(self, "sigma", _SIGMA[self.calibration](delta_s, eps, dlt))
+
+    @property
+    def scale(self) -> float:
+        return self.sigma
+
+    def pdf(self, x: Any) -> np.ndarray:
+        v = np.asarray(x, dtype=float) / self.sigma
+        return np.exp(-0.5 * v * v) / (self.sigma * math.sqrt(2.0 * math.pi))
+
+    def cdf(self, x: Any) -> np.ndarray:
+        return special.ndtr(np.asarray(x, dtype=float) / self.sigma)
+
+    def ppf(self, u: Any) -> np.ndarray:
+        return self.sigma * special.ndtri(np.asarray(u, dtype=float))
+
+    def expected_absolute_error(self) -> float:
+        return self.sigma * math.sqrt(2.0 / math.pi)
+
+    def variance(self) -> float:
+        return self.sigma**2
+
+    def characteristic_modulus(self, t: Any) -> np.ndarray:
+        """``exp(-sigma^2 t^2 / 2)`` (Liu-Wu-Zhou Corollary 2)."""
+        return np.exp(-0.5 * (self.sigma * np.asarray(t, dtype=float)) ** 2)
+
+    def differential_entropy(self) -> float:
+        """``log2(2 pi e sigma^2) / 2`` bits (Liu-Wu-Zhou Theorem 7)."""
+        return float(0.5 * np.log2(2.0 * np.pi * np.e * self.sigma**2))
+
+    def achieved_delta(self) -> float:
+        """The exact delta this sigma gives at epsilon (Balle-Wang); <= delta for every calibration."""
+        return float(analytic_delta(self.sigma, self.sensitivity, self.epsilon))

@@ -1,0 +1,193 @@
+"""Integer-valued additive noise with periodic geometric tails.
+
+Every optimal or classical noise for an integer query of integer sensitivity Delta
+under epsilon-DP has the same tail shape: outside some window ``[-M, M]`` the mass
+repeats the window's last Delta values, shrinking by ``b = exp(-epsilon)`` every
+Delta steps (Geng & Viswanath's discrete staircase; the geometric mechanism is the
+case Delta = 1; rounded Laplace noise has it too). :class:`PeriodicNoise` stores the
+window (``2M + 1`` numbers) and evaluates everything exactly from it: pmf, cdf, the
+first two absolute moments, draws, the privacy loss, and the range-restricted
+mechanism matrix of a count query.
+
+Tail convention (used by the noise-adding LP too)::
+
+    p(z) = b * p(z - Delta)   for z > M,        p(z) = b * p(z + Delta)   for z < -M.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpopt.sampling import inverse_cdf, open_uniforms, resolve_rng
+from dpopt.validation import check_int, check_real, fail
+
+__all__ = ["PeriodicNoise", "tail_sums"]
+
+OWNER = "periodic noise"
+
+
+def tail_sums(b: float) -> tuple[float, float, float]:
+    """``(sum_k b^k, sum_k k b^k, sum_k k^2 b^k)`` over k >= 1."""
+    return b / (1 - b), b / (1 - b) ** 2, b * (1 + b) / (1 - b) ** 3
+
+
+@dataclass(frozen=True, eq=False)
+class PeriodicNoise:
+    """Noise on the integers given by its window and periodic geometric tails.
+
+    Parameters
+    ----------
+    window : array of shape (2M + 1,)
+        ``p(-M), ..., p(M)``; non-negative. With the tails it must sum to 1.
+    period : int
+        Delta >= 1; requires ``M >= period``.
+    decay : float
+        b in (0, 1): ``p(z + Delta) = b p(z)`` beyond the window.
+    """
+
+    window: np.ndarray
+    period: int
+    decay: float
+    half_width: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        w = np.asarray(self.window, dtype=float)
+        if w.ndim != 1 or w.size % 2 == 0:
+            raise fail("window", OWNER, "a 1-D array of odd length 2M + 1", w)
+        period = check_int(self.period, "period", OWNER, low=1)
+        if w.size // 2 < period:
+            raise fail("window", OWNER, f"of half-width M >= period = {period}", w.size // 2)
+        if not np.all(np.isfinite(w)) or w.min() < 0:
+            raise fail("window", OWNER, "finite and non-negative", w)
+        b = check_real(self.decay, "decay", OWNER, low=0.0, high=1.0, low_open=True, high_open=True)
+        object.__setattr__(self, "window", w)
+        object.__setattr__(self, "period", period)
+        object.__setattr__(self, "decay", b)
+        object.__setattr__(self, "half_width", w.size // 2)
+        if abs(self.total_mass() - 1.0) > 1e-9:
+            raise fail("window", OWNER, "a window whose total mass with the tails is 1", self.total_mass())
+
+    # -- the window's last periods, which the tails repeat ---------------------------
+    @property
+    def _left_period(self) -> np.ndarray:
+        return self.window[: self.period]  # p(-M), ..., p(-M + Delta - 1)
+
+    @property
+    def _right_period(self) -> np.ndarray:
+        return self.window[-self.period :]  # p(M - Delta + 1), ..., p(M)
+
+    def total_mass(self) -> float:
+        s1, _, _ = tail_sums(self.decay)
+        return float(self.window.sum() + s1 * (self._left_period.sum() + self._right_period.sum()))
+
+    def pmf(self, z: Any) -> np.ndarray:
+        """``Pr[Z = z]`` for integer z (any magnitude)."""
+        v = np.asarray(z, dtype=np.int64)
+        m, d, b = self.half_width, self.period, self.decay
+        k = np.where(v > m, -((m - v) // d), np.where(v < -m, -((v + m) // d), 0))  # ceil((|v| - M) / Delta)
+        base = np.where(v > m, v - k * d, np.where(v < -m, v + k * d, v))
+        return self.window[base + m] * b ** k.astype(float)
+
+    def cdf(self, z: Any) -> np.ndarray:
+        """``Pr[Z <= z]`` for integer z."""
+        v = np.atleast_1d(np.asarray(z, dtype=np.int64))
+        m = self.half_width
+        s1, _, _ = tail_sums(self.decay)
+        left_mass = s1 * self._left_period.sum()
+        inner = left_mass + np.concatenate([[0.0], np.cumsum(self.window)])
+        out = np.empty(v.shape, dtype=float)
+        mid = (v >= -m - 1) & (v <= m)
+        out[mid] = inner[v[mid] + m + 1] if mid.any() else out[mid]
+        low = v < -m - 1
+        out[low] = self._lower_tail(v[low])
+        high = v > m
+        out[high] = 1.0 - self._upper_tail(v[high] + 1)
+        return out.reshape(np.shape(z))
+
+    def _lower_tail(self, z: np.ndarray) -> np.ndarray:
+        """``Pr[Z <= z]`` for z < -M: z = -M + j - k Delta with k >= 1, 0 <= j < Delta."""
+        m, d, b = self.half_width, self.period, self.decay
+        k = -((z + m) // d)
+        j = z + m + k * d
+        c = np.cumsum(self._left_period)[j]
+        total = self._left_period.sum()
+        return (b**k * c + b ** (k + 1) * (total - c)) / (1 - b)
+
+    def _upper_tail(self, z: np.ndarray) -> np.ndarray:
+        """``Pr[Z >= z]`` for z > M: z = M - Delta + 1 + j + k Delta with k >= 1."""
+        m, d, b = self.half_width, self.period, self.decay
+        offset = z - (m - d + 1)
+        k, j = offset // d, offset % d
+        tail_from = np.cumsum(self._right_period[::-1])[::-1]  # sum over j' >= j
+        dj = tail_from[j]
+        total = self._right_period.sum()
+        return (b**k * dj + b ** (k + 1) * (total - dj)) / (1 - b)
+
+    def moment(self, power: int) -> float:
+        """``E|Z|^power`` for power 1 or 2, exactly (window plus closed-form tail sums)."""
+        if power not in (1, 2):
+            raise fail("power", OWNER, "1 or 2", power)
+        m, d = self.half_width, self.period
+        z = np.arange(-m, m + 1)
+        value = float(np.abs(z) ** power @ self.window)
+        s1, sk, sk2 = tail_sums(self.decay)
+        base = np.arange(m - d + 1, m + 1).astype(float)  # |z| of the repeated positions, both sides
+        for mass in (self._right_period, self._left_period[::-1]):
+            if power == 1:
+                value += float(mass @ (base * s1 + d * sk))
+            else:
+                value += float(mass @ (base**2 * s1 + 2 * base * d * sk + d * d * sk2))
+        return value
+
+    def privacy_loss(self) -> float:
+        """Largest ``|ln p(z) - ln p(z + s)|`` over shifts ``1 <= s <= Delta``.
+
+        Pairs beyond the window repeat pairs one period closer (both sides scale by
+        b), so the pairs on the window extended by one period each side are all of them.
+        """
+        m, d = self.half_width, self.period
+        ext = self.pmf(np.arange(-m - d, m + d + 1))
+        worst = 0.0
+        with np.errstate(divide="ignore"):
+            log_p = np.log(ext)
+        for shift in range(1, d + 1):
+            a, c = ext[:-shift], ext[shift:]
+            both_zero = (a == 0) & (c == 0)
+            diff = np.where(both_zero, 0.0, np.abs(log_p[:-shift] - log_p[shift:]))
+            worst = max(worst, float(np.nan_to_num(diff, nan=np.inf, posinf=np.inf).max()))
+        return worst
+
+    def sample(self, count: int, *, rng: Any = None, secure: bool = False) -> np.ndarray:
+        """``count`` exact draws of Z (region by inverse CDF, tail period geometric)."""
+        count = check_int(count, "count", OWNER, low=1)
+        source = resolve_rng(rng, secure=secure)
+        m, d, b = self.half_width, self.period, self.decay
+        s1, _, _ = tail_sums(b)
+        left, right = self._left_period, self._right_period
+        regions = np.concatenate([s1 * left, self.window, s1 * right])
+        pick = inverse_cdf(regions, open_uniforms(source, count))
+        out = np.empty(count, dtype=np.int64)
+        in_left, in_right = pick < d, pick >= d + self.window.size
+        centre = ~(in_left | in_right)
+        out[centre] = pick[centre] - d - m
+        # a tail draw: position j chosen above; the period k >= 1 is geometric, Pr[k] = (1 - b) b^(k-1)
+        k = 1 + np.floor(np.log(open_uniforms(source, count)) / np.log(b)).astype(np.int64)
+        out[in_left] = -m + pick[in_left] - k[in_left] * d
+        out[in_right] = m - d + 1 + (pick[in_right] - d - self.window.size) + k[in_right] * d
+        return out
+
+    def count_matrix(self, n: int) -> np.ndarray:
+        """The range-restricted mechanism on {0..n}: release ``clip(i + Z, 0, n)``."""
+        n = check_int(n, "n", OWNER, low=1)
+        i = np.arange(n + 1)[:, None]
+        r = np.arange(n + 1)[None, :]
+        x = self.pmf(r - i)
+        x[:, 0] = self.cdf(-np.arange(n + 1))
+        x[:, n] = 1.0 - self.cdf(n - 1 - np.arange(n + 1))
+        return x
+
+    def __repr__(self) -> str:
+        return f"PeriodicNoise(M={self.half_width}, period={self.period}, decay={self.decay:.6g})"

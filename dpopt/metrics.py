@@ -1,0 +1,231 @@
+"""Privacy and utility metrics of mechanisms, and the monotonicity checker.
+
+Liu, Wu & Zhou, "Privacy-preserving monotonicity of differential privacy mechanisms":
+
+* expected estimation error, Eq. (1): ``EEE = sum_s' P(s') |s' - s|`` per true value s;
+* entropy of the output, Eq. (3), in bits; normalised entropy NE, Eq. (4), and the
+  utility metric ``1 - NE``;
+* modulus of the characteristic function ``|phi(t)|``, Eq. (2);
+* privacy-preserving monotonicity, Definition 8: a privacy metric must not increase
+  and a utility metric must not decrease as epsilon grows.
+  :func:`check_monotonicity` evaluates a metric on a grid of epsilon and reports
+  where monotonicity fails; :func:`monotonicity_table` does it for several metrics.
+
+Beside them, for any mechanism matrix: worst-case and prior-averaged expected loss
+under any loss table, and the actual privacy loss (the certificate's measurement).
+Everything is vectorised over rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dpopt.certificates import certify
+from dpopt.validation import check_choice, fail
+
+__all__ = [
+    "expected_estimation_error",
+    "entropy",
+    "normalized_entropy",
+    "one_minus_normalized_entropy",
+    "output_distribution",
+    "characteristic_modulus",
+    "expected_loss",
+    "worst_case_loss",
+    "average_loss",
+    "privacy_loss",
+    "MonotonicityReport",
+    "check_monotonicity",
+    "monotonicity_table",
+]
+
+OWNER = "metrics"
+
+
+def _matrix(matrix: Any) -> np.ndarray:
+    x = np.asarray(matrix, dtype=float)
+    if x.ndim != 2 or x.size == 0:
+        raise fail("matrix", OWNER, "a 2-D mechanism matrix (rows: inputs, columns: outputs)", x)
+    return x
+
+
+def _labels(values: Any, size: int, parameter: str) -> np.ndarray:
+    v = np.arange(size, dtype=float) if values is None else np.asarray(values, dtype=float)
+    if v.shape != (size,):
+        raise fail(parameter, OWNER, f"{size} numbers", v)
+    return v
+
+
+def expected_estimation_error(matrix: Any, inputs: Any = None, outputs: Any = None) -> np.ndarray:
+    """Eq. (1) per true value: ``sum_r x[i, r] |output_r - input_i|``.
+
+    ``inputs``/``outputs`` are the numeric labels of rows/columns (default 0, 1, ...).
+    """
+    x = _matrix(matrix)
+    s = _labels(inputs, x.shape[0], "inputs")
+    r = _labels(outputs, x.shape[1], "outputs")
+    return np.sum(x * np.abs(r[None, :] - s[:, None]), axis=1)
+
+
+def entropy(probabilities: Any, *, base: float = 2.0) -> np.ndarray:
+    """Eq. (3) along the last axis, with ``0 log 0 = 0`` (bits by default)."""
+    p = np.asarray(probabilities, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log(p), 0.0)
+    return terms.sum(axis=-1) / np.log(base)
+
+
+def normalized_entropy(probabilities: Any) -> np.ndarray:
+    """Eq. (4): entropy divided by ``log2(number of outcomes)``, in [0, 1]."""
+    p = np.asarray(probabilities, dtype=float)
+    if p.shape[-1] < 2:
+        raise fail("probabilities", OWNER, "a distribution over at least 2 outcomes", p)
+    return entropy(p) / np.log2(p.shape[-1])
+
+
+def one_minus_normalized_entropy(probabilities: Any) -> np.ndarray:
+    """The utility metric ``1 - NE`` of Liu-Wu-Zhou Section 3.3."""
+    return 1.0 - normalized_entropy(probabilities)
+
+
+def output_distribution(matrix: Any, prior: Any) -> np.ndarray:
+    """Distribution of the release when the input follows ``prior``: ``prior @ matrix``."""
+    x = _matrix(matrix)
+    pi = np.asarray(prior, dtype=float)
+    if pi.shape != (x.shape[0],) or pi.min() < 0 or abs(pi.sum() - 1) > 1e-9:
+        raise fail("prior", OWNER, f"a probability vector of length {x.shape[0]}", pi)
+    return pi @ x
+
+
+def characteristic_modulus(values: Any, probabilities: Any, t: Any) -> np.ndarray:
+    """``|sum_k p_k exp(i t v_k)|`` of a discrete distribution, for each t (Eq. 2)."""
+    v = np.asarray(values, dtype=float)
+    p = np.asarray(probabilities, dtype=float)
+    ts = np.atleast_1d(np.asarray(t, dtype=float))
+    phase = ts[:, None] * v[None, :]
+    out = np.hypot(np.cos(phase) @ p, np.sin(phase) @ p)
+    return out.reshape(np.shape(t))
+
+
+def expected_loss(matrix: Any, loss: Any) -> np.ndarray:
+    """Expected loss per input row: ``sum_r x[i, r] loss[i, r]``."""
+    x = _matrix(matrix)
+    table = np.asarray(loss, dtype=float)
+    if table.shape != x.shape:
+        raise fail("loss", OWNER, f"a table of the matrix's shape {x.shape}", table)
+    return np.sum(x * table, axis=1)
+
+
+def worst_case_loss(matrix: Any, loss: Any, rows: Sequence[int] | None = None) -> float:
+    """The minimax objective: largest expected loss over ``rows`` (default all)."""
+    per_row = expected_loss(matrix, loss)
+    return float(per_row[list(rows)].max() if rows is not None else per_row.max())
+
+
+def average_loss(matrix: Any, loss: Any, prior: Any) -> float:
+    """Bayesian objective: expected loss averaged over ``prior``."""
+    per_row = expected_loss(matrix, loss)
+    pi = np.asarray(prior, dtype=float)
+    if pi.shape != per_row.shape:
+        raise fail("prior", OWNER, f"a vector of length {per_row.size}", pi)
+    return float(pi @ per_row)
+
+
+def privacy_loss(matrix: Any, pairs: Any = None) -> float:
+    """Actual privacy loss of a matrix: the certificate's largest ``|ln x[a, r] / x[b, r]|``.
+
+    ``pairs`` are neighbouring rows (default: adjacent rows, as for counts).
+    """
+    return certify(_matrix(matrix), 0.0, pairs=pairs).max_privacy_loss
+
+
+@dataclass(frozen=True)
+class MonotonicityReport:
+    """Verdict of :func:`check_monotonicity`.
+
+    Attributes
+    ----------
+    monotone : bool
+    direction : str
+        ``"decreasing"`` (privacy metrics) or ``"increasing"`` (utility metrics) in epsilon.
+    values : pandas.Series
+        The metric on the epsilon grid.
+    violations : pandas.DataFrame
+        Consecutive grid points where the metric moves the wrong way (beyond the tolerance).
+    """
+
+    monotone: bool
+    direction: str
+    values: pd.Series
+    violations: pd.DataFrame
+
+
+def check_monotonicity(
+    metric: Callable[[float], float],
+    epsilons: Sequence[float],
+    *,
+    direction: str = "decreasing",
+    tolerance: float = 1e-12,
+) -> MonotonicityReport:
+    """Definition 8 on a grid: is ``metric(epsilon)`` monotone in the stated direction?
+
+    Parameters
+    ----------
+    metric : callable
+        epsilon -> value (for example the entropy of a family's output at epsilon).
+    epsilons : sequence of float
+        Increasing grid of budgets.
+    direction : {"decreasing", "increasing"}
+        Privacy metrics (EEE, entropy) must not increase with epsilon; utility
+        metrics (|phi(t)|, 1 - NE) must not decrease.
+    tolerance : float
+        Relative slack for round-off.
+    """
+    check_choice(direction, "direction", "check_monotonicity", ("decreasing", "increasing"))
+    grid = np.asarray(epsilons, dtype=float)
+    if grid.ndim != 1 or grid.size < 2 or np.any(np.diff(grid) <= 0):
+        raise fail("epsilons", "check_monotonicity", "an increasing grid of at least 2 budgets", grid)
+    values = np.array([float(metric(e)) for e in grid])
+    step = np.diff(values)
+    scale = tolerance * np.maximum(np.abs(values[:-1]), np.abs(values[1:]))
+    wrong = step > scale if direction == "decreasing" else step < -scale
+    idx = np.flatnonzero(wrong)
+    violations = pd.DataFrame(
+        {"epsilon_from": grid[idx], "epsilon_to": grid[idx + 1], "value_from": values[idx], "value_to": values[idx + 1]}
+    )
+    return MonotonicityReport(
+        monotone=not idx.size,
+        direction=direction,
+        values=pd.Series(values, index=pd.Index(grid, name="epsilon"), name="value"),
+        violations=violations,
+    )
+
+
+def monotonicity_table(
+    metrics: Mapping[str, tuple[Callable[[float], float], str]],
+    epsilons: Sequence[float],
+    *,
+    tolerance: float = 1e-12,
+) -> pd.DataFrame:
+    """One row per metric: direction required, verdict, number of violations and the first one.
+
+    ``metrics`` maps a name to ``(metric, direction)``.
+    """
+    rows = []
+    for name, (metric, direction) in metrics.items():
+        report = check_monotonicity(metric, epsilons, direction=direction, tolerance=tolerance)
+        first = report.violations.iloc[0] if len(report.violations) else None
+        rows.append(
+            {
+                "metric": name,
+                "direction": direction,
+                "monotone": report.monotone,
+                "violations": len(report.violations),
+                "first_violation_at": None if first is None else float(first["epsilon_from"]),
+            }
+        )
+    return pd.DataFrame(rows).set_index("metric")
