@@ -10,24 +10,29 @@ solver); closed forms are registered beside it as solver-free shortcuts.
 """
 
 from dpopt.certificates import Certificate, certify, repair
+from dpopt.problems.calibration import Calibration
 from dpopt.problems.count_query import CountQuery
 from dpopt.problems.multi_level import MultiLevelRelease
-from dpopt.registry import compare, compare_table, methods_for, solve
+from dpopt.problems.noise_adding import NoiseAdding
+from dpopt.registry import compare, compare_table, methods_for, price_of_closed_form, solve
 from dpopt.solution import Solution
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError
 
 __all__ = [
+    "Calibration",
     "Certificate",
     "CountQuery",
     "DPOptError",
     "InvalidParameterError",
     "MultiLevelRelease",
+    "NoiseAdding",
     "Solution",
     "SolverError",
     "certify",
     "compare",
     "compare_table",
     "methods_for",
+    "price_of_closed_form",
     "repair",
     "solve",
 ]

@@ -58,6 +58,8 @@ class Certificate:
     method : str
         ``"measured"`` (checked on the matrix) or ``"by_construction"`` plus what
         it rests on (for example post-processing of the geometric mechanism).
+    delta : float
+        The delta of an (epsilon, delta) guarantee (0 for pure DP).
     """
 
     max_privacy_loss: float
@@ -69,6 +71,7 @@ class Certificate:
     repair: str = "none"
     mixing_weight: float = 0.0
     method: str = "measured"
+    delta: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

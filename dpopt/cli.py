@@ -68,6 +68,8 @@ def _run(args: argparse.Namespace) -> None:
     problem = load_problem(args.problem)
     if args.command == "solve":
         export = check_export_path(args.export) if args.export else None
+        if export is not None and problem.kind == "calibration" and export.suffix.lower() not in (".json", ".csv"):
+            raise InvalidParameterError("export", "dpopt solve", "a .json or .csv path for a calibration (its result is parameters)", str(export))
         solution = solve(problem, args.method, solver=args.solver, repair=not args.no_repair)
         if export is not None:
             solution.export(str(export), dense=args.dense)

@@ -109,6 +109,9 @@ def export_solution(solution: Any, path: str | os.PathLike[str], *, dense: bool 
     if not solution.certificate.ok:
         raise fail("certificate", "export", "a passing privacy certificate (ok = true)", solution.certificate.to_dict())
     meta = _metadata(solution)
+    if solution.parameters is not None:
+        _write_parameters(solution, target, meta)
+        return
     factored = solution.factored is not None and not dense
     if factored:
         meta["factored"] = {"n": solution.factored.n, "alpha": solution.factored.alpha}
@@ -127,6 +130,29 @@ def export_solution(solution: Any, path: str | os.PathLike[str], *, dense: bool 
         writes.append((target, lambda p: _write_parquet(frame, meta, p, index=not factored)))
     else:
         writes.append((target, lambda p: _write_npz(frame, meta, p, factored=factored)))
+    _commit(writes)
+
+
+def _write_parameters(solution: Any, target: Path, meta: dict[str, Any]) -> None:
+    """A calibration's parameters: JSON (with the metadata) or CSV (parameter, value) + meta.json."""
+    suffix = target.suffix.lower()
+    if suffix not in (".json", ".csv"):
+        raise fail("export", "export", "a .json or .csv path for a parameter solution (no matrix to write)", str(target))
+    params = {k: v for k, v in solution.parameters.items()}
+    if suffix == ".json":
+        _commit([(target, lambda p: Path(p).write_text(json.dumps({**meta, "parameters": params})))])
+        return
+    frame = pd.DataFrame({"parameter": list(params), "value": [str(v) for v in params.values()]})
+    _commit(
+        [
+            (target, lambda p: frame.to_csv(p, index=False)),
+            (Path(f"{target}.meta.json"), lambda p: Path(p).write_text(json.dumps(meta, indent=2))),
+        ]
+    )
+
+
+def _commit(writes: list[tuple[Path, Callable[[str], None]]]) -> None:
+    """Write every file to a temporary name, then move them all into place (nothing half-written)."""
     temps = []
     try:
         for dest, write in writes:

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from dpopt.problems.calibration import Calibration
 from dpopt.problems.count_query import CountQuery
 from dpopt.problems.multi_level import MultiLevelRelease
+from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.validation import DPOptError, InvalidParameterError, fail
 
 __all__ = ["ProblemFile", "load_problem", "read_problem_file", "problem_from_dict", "PROBLEM_KINDS"]
@@ -24,6 +26,8 @@ METADATA_KEYS = ("title", "source", "expected_objective")
 PROBLEM_KINDS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "count_query": (CountQuery, ("n", "alpha", "epsilon", "loss", "side_information")),
     "multi_level_release": (MultiLevelRelease, ("n", "alphas", "epsilons")),
+    "noise_adding": (NoiseAdding, ("sensitivity", "epsilon", "alpha", "cost", "window")),
+    "calibration": (Calibration, ("mechanism", "epsilon", "alpha", "delta", "sensitivity", "p", "lower", "upper")),
 }
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from dpopt.validation import fail
 
-__all__ = ["Method", "register", "methods_for", "solve", "compare", "compare_table", "REGISTRY"]
+__all__ = ["Method", "register", "methods_for", "solve", "compare", "compare_table", "price_of_closed_form", "REGISTRY"]
 
 
 class Problem(Protocol):
@@ -160,3 +160,21 @@ def compare_table(problem: Problem, *, solver: str | None = None) -> pd.DataFram
     best = float(exact.min()) if len(exact) else float("nan")
     table["ratio_to_optimum"] = table["objective"] / best
     return table
+
+
+def price_of_closed_form(problem: Problem, *, solver: str | None = None) -> pd.DataFrame:
+    """Every applicable method's objective beside the program's optimum, and the ratio.
+
+    One row per method: ``exact`` (True for optima, False for closed forms that are
+    only feasible), ``objective``, ``optimum`` (the ``lp`` method's value, solved
+    independently) and ``ratio = objective / optimum`` -- the price of using the
+    closed form instead of solving the program.
+    """
+    table = compare_table(problem, solver=solver)
+    if "lp" not in table.index:
+        raise fail("problem", "price_of_closed_form", "a problem kind with an 'lp' program", problem)
+    optimum = float(table.loc["lp", "objective"])
+    out = table[["exact", "solver", "objective", "seconds"]].copy()
+    out["optimum"] = optimum
+    out["ratio"] = out["objective"] / optimum
+    return out.sort_values("ratio")

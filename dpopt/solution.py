@@ -13,7 +13,7 @@ import pandas as pd
 from dpopt.certificates import Certificate
 from dpopt.mechanisms.factored import FactoredMechanism
 from dpopt.sampling import RandomSource, resolve_rng, sample_row
-from dpopt.validation import check_int, fail
+from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["Solution", "mechanism_frame"]
 
@@ -72,16 +72,23 @@ class Solution:
     row_loss: pd.Series | None = None
     details: dict[str, Any] = field(default_factory=dict)
     sampler: Sampler | None = field(default=None, repr=False)
+    parameters: dict[str, Any] | None = None
+    integer_inputs: bool = False
 
     def __post_init__(self) -> None:
-        if (self.dense is None) == (self.factored is None):
-            raise ValueError("a Solution holds exactly one of a dense or a factored mechanism")
+        held = sum(x is not None for x in (self.dense, self.factored, self.parameters))
+        if held != 1:
+            raise ValueError("a Solution holds exactly one of a dense mechanism, a factored one, or parameters")
+        if self.parameters is not None and self.sampler is None:
+            raise ValueError("a parameter Solution needs its sampler")
 
     @cached_property
     def mechanism(self) -> pd.DataFrame:
         """The mechanism matrix, labelled (index: true value, columns: released value)."""
         if self.dense is not None:
             return self.dense
+        if self.factored is None:
+            raise fail("mechanism", self.kind, "requested of a solution with a mechanism matrix (this one is parameters)", self.method)
         return mechanism_frame(self.factored.dense())
 
     @property
@@ -120,6 +127,8 @@ class Solution:
             "epsilon": self.epsilon,
             "certificate": self.certificate.to_dict(),
         }
+        if self.parameters is not None:
+            data.update({k: _json_float(v) if isinstance(v, float) else v for k, v in self.parameters.items()})
         for key, value in self.details.items():
             if isinstance(value, (int, float, str, bool)) or (
                 isinstance(value, list) and all(isinstance(v, (int, float, str, bool, dict)) for v in value)
@@ -149,14 +158,20 @@ class Solution:
             Released values (column labels); for multi-level releases an array
             of shape (count, k), one column per level.
         """
-        rows = self.inputs
-        if isinstance(true_value, bool) or true_value not in rows:
-            raise fail("true_value", self.kind, f"one of the inputs {rows[0]}..{rows[-1]}", true_value)
+        if self.parameters is not None or self.integer_inputs:
+            # additive mechanisms accept any true value (an integer for integer noise)
+            checker = check_int if self.integer_inputs else check_real
+            row = checker(true_value, "true_value", self.kind)
+            rows: list[Any] = []
+        else:
+            rows = self.inputs
+            if isinstance(true_value, bool) or true_value not in rows:
+                raise fail("true_value", self.kind, f"one of the inputs {rows[0]}..{rows[-1]}", true_value)
+            row = rows.index(true_value)
         count = check_int(count, "count", self.kind, low=1)
         source = resolve_rng(rng, secure=secure)
         if not self.certificate.ok:
             raise fail("certificate", self.kind, "a passing privacy certificate before sampling", self.certificate.to_dict())
-        row = rows.index(true_value)
         if self.sampler is not None:
             return self.sampler(row, count, source)
         if self.factored is not None:

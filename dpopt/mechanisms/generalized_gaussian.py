@@ -253,7 +253,7 @@ def pdp_scale_monte_carlo(
     p: int,
     sensitivities: Sequence[float],
     lp_sensitivity: float | None = None,
-    draws: int = 200_000,
+    draws: int = 100_000,
     replicates: int = 8,
     seed: int = 0,
 ) -> MonteCarloScale:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.certificates import log_ratios
 from dpopt.sampling import inverse_cdf, open_uniforms, resolve_rng
 from dpopt.validation import check_int, check_real, fail
 
@@ -143,22 +144,25 @@ class PeriodicNoise:
         return value
 
     def privacy_loss(self) -> float:
-        """Largest ``|ln p(z) - ln p(z + s)|`` over shifts ``1 <= s <= Delta``.
+        """Largest ``|ln p(z) - ln p(z + s)|`` over shifts ``1 <= s <= Delta``."""
+        return self.worst_ratio()[0]
+
+    def worst_ratio(self) -> tuple[float, int, int]:
+        """``(loss, z, s)``: the largest ``|ln p(z) - ln p(z + s)|`` and where it occurs.
 
         Pairs beyond the window repeat pairs one period closer (both sides scale by
         b), so the pairs on the window extended by one period each side are all of them.
         """
         m, d = self.half_width, self.period
-        ext = self.pmf(np.arange(-m - d, m + d + 1))
-        worst = 0.0
-        with np.errstate(divide="ignore"):
-            log_p = np.log(ext)
+        z = np.arange(-m - d, m + d + 1)
+        ext = self.pmf(z)
+        best = (0.0, int(z[0]), 1)
         for shift in range(1, d + 1):
-            a, c = ext[:-shift], ext[shift:]
-            both_zero = (a == 0) & (c == 0)
-            diff = np.where(both_zero, 0.0, np.abs(log_p[:-shift] - log_p[shift:]))
-            worst = max(worst, float(np.nan_to_num(diff, nan=np.inf, posinf=np.inf).max()))
-        return worst
+            loss = log_ratios(ext[:-shift], ext[shift:])
+            i = int(np.argmax(loss))
+            if loss[i] > best[0]:
+                best = (float(loss[i]), int(z[i]), shift)
+        return best
 
     def sample(self, count: int, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         """``count`` exact draws of Z (region by inverse CDF, tail period geometric)."""

@@ -5,6 +5,7 @@
   optimally (Section 2.4.3); Theorem 1 says this reaches the GS optimum (exact). The
   returned mechanism ``G T`` is private by construction (post-processing of G).
 * ``geometric`` -- the geometric mechanism itself, no remap (an upper bound).
+* ``randomized_response`` -- binary randomized response for n = 1 under 0/1 loss (exact).
 * ``factored`` -- the ``interaction`` LP solved by column generation
   (:mod:`dpopt.programs.column_generation`): exact, with a certified lower bound and
   the exact upper bound, storing only alpha and a sparse T. ``auto`` picks it.
@@ -20,6 +21,7 @@ import pandas as pd
 
 from dpopt.certificates import certify, repair as repair_matrix
 from dpopt.mechanisms.geometric import geometric_inverse, geometric_matrix
+from dpopt.mechanisms.randomized_response import randomized_response_matrix
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.column_generation import solve_by_column_generation
 from dpopt.programs.count_query import (
@@ -177,3 +179,17 @@ def solve_factored(problem: CountQuery, solver: str | None, repair: bool) -> Sol
             "remap_nonzeros": int(result.mechanism.remap.nnz),
         },
     )
+
+
+def _binary_zero_one(problem: CountQuery) -> bool:
+    return problem.n == 1 and problem.loss_name == "zero_one" and len(problem.support) == 2
+
+
+@register(
+    KIND, "randomized_response", exact=True, uses_solver=False, cost=lambda p: 1e-6, applies=_binary_zero_one,
+    summary="binary randomized response (Liu-Wu-Zhou Eq. 12): optimal for n = 1 under 0/1 loss",
+)
+def solve_randomized_response(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
+    x = randomized_response_matrix(2, problem.epsilon)
+    cert = certify(x, problem.epsilon, method="measured: randomized response")
+    return _solution(problem, x, cert, method="randomized_response", solver="none", status="closed_form")

@@ -1,0 +1,107 @@
+"""Calibration requests: the scale of a closed-form mechanism for (epsilon[, delta]) and a sensitivity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpopt.privacy import resolve_privacy
+from dpopt.validation import check_choice, check_int, check_real, fail
+
+__all__ = ["Calibration", "CALIBRATED_MECHANISMS"]
+
+KIND = "calibration"
+
+#: mechanism -> (needs delta, needs p, needs bounds, bounds allowed)
+CALIBRATED_MECHANISMS: dict[str, tuple[bool, bool, bool, bool]] = {
+    "laplace": (False, False, False, True),
+    "geometric": (False, False, False, False),
+    "staircase": (False, False, False, False),
+    "gaussian_classic": (True, False, False, False),
+    "gaussian_pdp": (True, False, False, False),
+    "gaussian_analytic": (True, False, False, False),
+    "generalized_gaussian": (True, True, False, False),
+    "truncated_generalized_gaussian": (False, True, True, True),
+}
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Calibration:
+    """Calibrate one mechanism's scale (sigma for Gaussians, b otherwise).
+
+    Parameters
+    ----------
+    mechanism : str
+        One of :data:`CALIBRATED_MECHANISMS`.
+    epsilon, alpha : float
+        Exactly one.
+    delta : float, optional
+        Required by the Gaussians and ``generalized_gaussian`` (Lemma 5); not allowed otherwise.
+    sensitivity : float
+        l1 sensitivity (l2 for Gaussians); an integer for ``geometric``.
+    p : int, optional
+        Order of the generalized Gaussian (>= 2 for Lemma 5, >= 1 truncated).
+    lower, upper : float, optional
+        Bounds: required by ``truncated_generalized_gaussian``; for ``laplace`` they
+        select the bounded-domain (truncated) Laplace with its exact scale.
+    """
+
+    mechanism: str
+    epsilon: float | None = None
+    alpha: float | None = None
+    delta: float | None = None
+    sensitivity: float = 1.0
+    p: int | None = None
+    lower: float | None = None
+    upper: float | None = None
+    level: Any = field(init=False, repr=False)
+
+    kind = KIND
+
+    def __post_init__(self) -> None:
+        name = check_choice(self.mechanism, "mechanism", KIND, tuple(CALIBRATED_MECHANISMS))
+        needs_delta, needs_p, needs_bounds, bounds_ok = CALIBRATED_MECHANISMS[name]
+        level = resolve_privacy(self.alpha, self.epsilon, KIND)
+        object.__setattr__(self, "level", level)
+        object.__setattr__(self, "epsilon", level.epsilon)
+        object.__setattr__(self, "alpha", level.alpha)
+        if name == "geometric":
+            object.__setattr__(self, "sensitivity", check_int(self.sensitivity, "sensitivity", KIND, low=1))
+        else:
+            object.__setattr__(self, "sensitivity", check_real(self.sensitivity, "sensitivity", KIND, low=0.0, low_open=True))
+        self._field("delta", needs_delta, f"given for {name} (a float in (0, 1))" if needs_delta else f"omitted for {name}",
+                    lambda v: check_real(v, "delta", KIND, low=0.0, high=1.0, low_open=True, high_open=True))
+        low_p = 2 if name == "generalized_gaussian" else 1
+        self._field("p", needs_p, f"given for {name} (an integer >= {low_p})" if needs_p else f"omitted for {name}",
+                    lambda v: check_int(v, "p", KIND, low=low_p))
+        for bound in ("lower", "upper"):
+            self._field(bound, needs_bounds, f"given for {name}" if needs_bounds else f"omitted for {name}",
+                        lambda v, b=bound: check_real(v, b, KIND), allowed=bounds_ok)
+        if (self.lower is None) != (self.upper is None):
+            raise fail("upper" if self.upper is None else "lower", KIND, "given together with the other bound", None)
+        if self.lower is not None and not self.upper > self.lower:
+            raise fail("upper", KIND, f"a float greater than lower = {self.lower:g}", self.upper)
+        if self.lower is not None and self.sensitivity > self.upper - self.lower:
+            raise fail("sensitivity", KIND, f"a float <= upper - lower = {self.upper - self.lower:g}", self.sensitivity)
+        if name == "gaussian_classic" and not self.epsilon < 1.0:
+            raise fail("epsilon", KIND, "a float in (0, 1) for gaussian_classic", self.epsilon)
+
+    def _field(self, name: str, required: bool, allowed_text: str, check: Any, *, allowed: bool | None = None) -> None:
+        value = getattr(self, name)
+        may = required if allowed is None else allowed
+        if value is None:
+            if required:
+                raise fail(name, KIND, allowed_text, None)
+            return
+        if not may:
+            raise fail(name, KIND, allowed_text, value)
+        object.__setattr__(self, name, check(value))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"kind": KIND, "mechanism": self.mechanism, "epsilon": self.epsilon, "sensitivity": self.sensitivity}
+        data.update({k: getattr(self, k) for k in ("delta", "p", "lower", "upper") if getattr(self, k) is not None})
+        return data
+
+    def __repr__(self) -> str:
+        extra = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items() if k not in ("kind", "mechanism"))
+        return f"Calibration(mechanism={self.mechanism!r}, {extra})"

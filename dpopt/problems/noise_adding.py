@@ -1,0 +1,74 @@
+"""Optimal additive noise for an integer query (the problem staircase and geometric solve).
+
+An integer-valued query with integer sensitivity Delta is released as ``f(x) + Z``
+with Z on the integers; epsilon-DP means ``p(z) <= e^epsilon p(z + s)`` for every
+integer z and every shift ``|s| <= Delta``. Minimise ``E|Z|`` (``cost = "absolute"``)
+or ``E Z^2`` (``"squared"``). Geng & Viswanath show the discrete staircase is optimal;
+for Delta = 1 it is the geometric mechanism.
+
+The program is finite: Z is free on a window ``[-M, M]`` and its tails continue the
+window's last Delta values, decaying by ``e^-epsilon`` every Delta steps (see
+:mod:`dpopt.mechanisms.integer_noise`). Every feasible point is a valid mechanism on
+all of the integers, and the staircase (for any M >= Delta) is one of them, so the
+program's optimum equals the true optimum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpopt.privacy import resolve_privacy
+from dpopt.validation import check_choice, check_int
+
+__all__ = ["NoiseAdding", "COSTS"]
+
+KIND = "noise_adding"
+COSTS = ("absolute", "squared")
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class NoiseAdding:
+    """Additive integer noise of least expected cost under epsilon-DP.
+
+    Parameters
+    ----------
+    sensitivity : int
+        Delta >= 1.
+    epsilon, alpha : float
+        Exactly one (alpha = exp(-epsilon)).
+    cost : {"absolute", "squared"}
+    window : int, optional
+        Half-width M >= Delta of the free window (default 2 Delta).
+    """
+
+    sensitivity: int
+    epsilon: float | None = None
+    alpha: float | None = None
+    cost: str = "absolute"
+    window: int | None = None
+    level: Any = field(init=False, repr=False)
+
+    kind = KIND
+
+    def __post_init__(self) -> None:
+        delta = check_int(self.sensitivity, "sensitivity", KIND, low=1)
+        level = resolve_privacy(self.alpha, self.epsilon, KIND)
+        check_choice(self.cost, "cost", KIND, COSTS)
+        m = 2 * delta if self.window is None else check_int(self.window, "window", KIND, low=delta)
+        object.__setattr__(self, "sensitivity", delta)
+        object.__setattr__(self, "level", level)
+        object.__setattr__(self, "epsilon", level.epsilon)
+        object.__setattr__(self, "alpha", level.alpha)
+        object.__setattr__(self, "window", m)
+
+    @property
+    def power(self) -> int:
+        """1 for E|Z|, 2 for E Z^2."""
+        return COSTS.index(self.cost) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": KIND, "sensitivity": self.sensitivity, "epsilon": self.epsilon, "cost": self.cost, "window": self.window}
+
+    def __repr__(self) -> str:
+        return f"NoiseAdding(sensitivity={self.sensitivity}, epsilon={self.epsilon:.6g}, cost={self.cost!r}, window={self.window})"
