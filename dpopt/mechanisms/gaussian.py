@@ -127,7 +127,7 @@ class GaussianMechanism(AdditiveNoise):
         object.__setattr__(self, "sensitivity", delta_s)
         object.__setattr__(self, "epsilon", eps)
         object.__setattr__(self, "delta", dlt)
-        object.__setattr__(self, "sigma", _SIGMA[self.calibration](delta_s, eps, dlt))
+        object.__setattr__(self, "sigma", float(_SIGMA[self.calibration](delta_s, eps, dlt)))
 
     @property
     def scale(self) -> float:

@@ -1,0 +1,99 @@
+"""Laplace, truncated (bounded-domain) and thresholded Laplace."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpopt.mechanisms.laplace import LaplaceMechanism, ThresholdedLaplaceMechanism, TruncatedLaplaceMechanism
+from dpopt.validation import InvalidParameterError
+
+
+def test_scale_and_moments():
+    mech = LaplaceMechanism(sensitivity=2.0, epsilon=0.5)
+    assert mech.scale == 4.0
+    draws = mech.sample(0.0, 400_000, rng=1)
+    assert abs(np.abs(draws).mean() - mech.expected_absolute_error()) < 0.03  # E|X| = b; sd of the mean ~ 0.006
+    assert abs(draws.var() - mech.variance()) / mech.variance() < 0.02
+
+
+def test_sampler_matches_its_cdf_and_a_wrong_scale_is_detected():
+    mech = LaplaceMechanism(sensitivity=1.0, epsilon=0.7)
+    draws = mech.sample(0.0, 20_000, rng=3)
+    assert stats.kstest(draws, mech.cdf).pvalue > 1e-3
+    wrong = LaplaceMechanism(sensitivity=1.0, epsilon=0.7 * 1.1)
+    assert stats.kstest(draws, wrong.cdf).pvalue < 1e-6
+    assert stats.kstest(draws, stats.laplace(scale=1 / 0.7).cdf).pvalue > 1e-3  # scipy's own Laplace
+
+
+def test_secure_source_draws_and_seeded_draws_repeat():
+    mech = LaplaceMechanism(sensitivity=1.0, epsilon=1.0)
+    assert np.array_equal(mech.sample(5.0, 10, rng=4), mech.sample(5.0, 10, rng=4))
+    assert mech.sample(5.0, 3, secure=True).shape == (3,)
+
+
+def test_characteristic_function_and_entropy_match_quadrature():
+    mech = LaplaceMechanism(sensitivity=1.0, epsilon=0.8)
+    numeric = super(LaplaceMechanism, mech).characteristic_modulus(np.array([0.3, 1.0]))
+    np.testing.assert_allclose(mech.characteristic_modulus(np.array([0.3, 1.0])), numeric, rtol=1e-6)
+    assert mech.differential_entropy() == pytest.approx(super(LaplaceMechanism, mech).differential_entropy(), rel=1e-7)
+
+
+@pytest.mark.parametrize("epsilon,width,delta", [(1.0, 10.0, 1.0), (0.3, 4.0, 1.5), (2.0, 1.0, 0.25)])
+def test_truncated_exact_scale_meets_epsilon_on_a_grid_of_neighbours(epsilon, width, delta):
+    mech = TruncatedLaplaceMechanism(sensitivity=delta, epsilon=epsilon, lower=0.0, upper=width)
+    assert mech.privacy_loss() == pytest.approx(epsilon, rel=1e-9)
+    # independent route: brute force over true values s, s' = s + d and releases y
+    s = np.linspace(0, width - delta, 81)
+    worst = 0.0
+    for d in np.linspace(delta / 8, delta, 8):
+        for y in np.linspace(0, width, 161):
+            a = np.array([mech.pdf(y, v) for v in s])
+            b = np.array([mech.pdf(y, min(v + d, width)) for v in s])
+            worst = max(worst, float(np.abs(np.log(a) - np.log(b)).max()))
+    assert worst <= epsilon * (1 + 1e-9)
+    assert worst >= epsilon * (1 - 1e-6)  # the bound is attained at the edge
+
+
+def test_liu_truncated_scale_is_private_but_larger():
+    exact = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=1.0, lower=0.0, upper=10.0)
+    liu = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=1.0, lower=0.0, upper=10.0, calibration="liu")
+    assert liu.scale == 2.0 and exact.scale < liu.scale
+    assert liu.privacy_loss() < 1.0
+    # plain Laplace scale is not enough once the output is truncated
+    assert exact.privacy_loss(1.0) > 1.0
+
+
+def test_truncated_sampler_matches_its_cdf():
+    mech = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=0.5, lower=0.0, upper=5.0)
+    draws = mech.sample(1.0, 20_000, rng=5)
+    assert draws.min() >= 0 and draws.max() <= 5
+    assert stats.kstest(draws, lambda y: mech.cdf(y, 1.0)).pvalue > 1e-3
+
+
+def test_thresholded_release_has_point_masses_at_the_bounds():
+    mech = ThresholdedLaplaceMechanism(sensitivity=1.0, epsilon=1.0, lower=0.0, upper=3.0)
+    low, high = mech.boundary_masses(0.5)
+    draws = mech.sample(0.5, 100_000, rng=6)
+    assert abs((draws == 0.0).mean() - low) < 0.01 and abs((draws == 3.0).mean() - high) < 0.01
+
+
+@pytest.mark.parametrize(
+    "kwargs,parameter",
+    [
+        (dict(sensitivity=0.0, epsilon=1.0), "sensitivity"),
+        (dict(sensitivity=1.0, epsilon=-1.0), "epsilon"),
+        (dict(sensitivity=1.0, epsilon=True), "epsilon"),
+    ],
+)
+def test_bad_parameters_are_named(kwargs, parameter):
+    with pytest.raises(InvalidParameterError, match=f"'{parameter}'"):
+        LaplaceMechanism(**kwargs)
+
+
+def test_bad_bounds_are_named():
+    with pytest.raises(InvalidParameterError, match="'upper'"):
+        TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=1.0, lower=2.0, upper=1.0)
+    with pytest.raises(InvalidParameterError, match="'sensitivity'"):
+        TruncatedLaplaceMechanism(sensitivity=5.0, epsilon=1.0, lower=0.0, upper=1.0)
+    with pytest.raises(InvalidParameterError, match="'calibration'"):
+        TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=1.0, lower=0.0, upper=3.0, calibration="loose")
