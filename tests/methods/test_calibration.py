@@ -1,0 +1,77 @@
+"""The calibration problem kind: every mechanism, its parameters, certificate and sampler."""
+
+import json
+
+import numpy as np
+import pytest
+
+import dpopt
+from dpopt.cli import main
+from dpopt.mechanisms.gaussian import analytic_sigma, classic_sigma, pdp_sigma
+from dpopt.problems.calibration import Calibration
+from dpopt.validation import InvalidParameterError
+
+FAST = [
+    (dict(mechanism="laplace", epsilon=0.5, sensitivity=2.0), 4.0),
+    (dict(mechanism="geometric", epsilon=1.0, sensitivity=3), 3.0),
+    (dict(mechanism="staircase", epsilon=1.0, sensitivity=1.0), 1.0),
+    (dict(mechanism="gaussian_classic", epsilon=0.5, delta=1e-5), classic_sigma(1.0, 0.5, 1e-5)),
+    (dict(mechanism="gaussian_pdp", epsilon=0.5, delta=1e-5), pdp_sigma(1.0, 0.5, 1e-5)),
+    (dict(mechanism="gaussian_analytic", epsilon=0.5, delta=1e-5), analytic_sigma(1.0, 0.5, 1e-5)),
+]
+
+
+@pytest.mark.parametrize("fields,scale", FAST)
+def test_scale_certificate_and_sampling(fields, scale):
+    solution = dpopt.solve(Calibration(**fields))
+    summary = solution.summary()
+    assert summary["scale"] == pytest.approx(scale, rel=1e-12)
+    assert summary["expected_absolute_error"] == pytest.approx(solution.objective)
+    assert solution.certificate.ok
+    draws = solution.sample(10, 20_000, rng=1)
+    assert abs(np.abs(draws - 10).mean() - solution.objective) < 0.05 * solution.objective
+
+
+def test_truncated_generalized_gaussian_and_bounded_laplace():
+    tgg = dpopt.solve(Calibration(mechanism="truncated_generalized_gaussian", epsilon=1.0, p=2, lower=0.0, upper=5.0))
+    assert tgg.certificate.ok and tgg.certificate.max_privacy_loss <= 1.0
+    assert np.all((tgg.sample(2.5, 100, rng=2) >= 0) & (tgg.sample(2.5, 100, rng=2) <= 5))
+    bounded = dpopt.solve(Calibration(mechanism="laplace", epsilon=1.0, lower=0.0, upper=10.0))
+    assert bounded.certificate.max_privacy_loss == pytest.approx(1.0, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "fields,parameter",
+    [
+        (dict(mechanism="gaussian_analytic", epsilon=0.5), "delta"),
+        (dict(mechanism="laplace", epsilon=0.5, delta=0.1), "delta"),
+        (dict(mechanism="gaussian_classic", epsilon=1.5, delta=0.1), "epsilon"),
+        (dict(mechanism="generalized_gaussian", epsilon=0.5, delta=0.1), "p"),
+        (dict(mechanism="generalized_gaussian", epsilon=0.5, delta=0.1, p=1), "p"),
+        (dict(mechanism="truncated_generalized_gaussian", epsilon=0.5, p=2), "lower"),
+        (dict(mechanism="laplace", epsilon=0.5, lower=1.0, upper=0.0), "upper"),
+        (dict(mechanism="geometric", epsilon=0.5, sensitivity=1.5), "sensitivity"),
+        (dict(mechanism="cauchy", epsilon=0.5), "mechanism"),
+    ],
+)
+def test_invalid_calibrations_name_the_field(fields, parameter):
+    with pytest.raises(InvalidParameterError, match=f"'{parameter}'"):
+        Calibration(**fields)
+
+
+def test_cli_solve_and_sample(tmp_path, capsys):
+    path = tmp_path / "cal.toml"
+    path.write_text('kind = "calibration"\nmechanism = "gaussian_analytic"\nepsilon = 0.5\ndelta = 1e-5\n')
+    assert main(["solve", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scale"] == pytest.approx(analytic_sigma(1.0, 0.5, 1e-5))
+    assert main(["sample", str(path), "--true-value", "3", "--count", "4", "--seed", "1"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["releases"]) == 4
+    assert main(["solve", str(path), "--export", str(tmp_path / "c.npz")]) == 2
+    assert not (tmp_path / "c.npz").exists()
+    assert main(["solve", str(path), "--export", str(tmp_path / "c.json")]) == 0
+    assert json.loads((tmp_path / "c.json").read_text())["parameters"]["scale"] == pytest.approx(out["scale"])
+    bad = tmp_path / "bad.toml"
+    bad.write_text('kind = "calibration"\nmechanism = "gaussian_analytic"\nepsilon = 0.5\n')
+    assert main(["solve", str(bad)]) == 2
+    assert "'delta'" in capsys.readouterr().err

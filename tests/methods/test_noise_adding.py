@@ -1,0 +1,61 @@
+"""The noise-adding LP against its closed forms (Geng-Viswanath): staircase, geometric, rounded Laplace."""
+
+import numpy as np
+import pytest
+
+import dpopt
+from dpopt.problems.noise_adding import NoiseAdding
+from dpopt.validation import InvalidParameterError
+
+CASES = [(1, 0.2), (1, 1.0), (1, 3.0), (2, 0.5), (3, 1.0), (4, 2.0), (6, 0.8)]
+
+
+@pytest.mark.parametrize("sensitivity,epsilon", CASES)
+@pytest.mark.parametrize("cost", ["absolute", "squared"])
+def test_lp_optimum_equals_the_staircase(sensitivity, epsilon, cost):
+    problem = NoiseAdding(sensitivity=sensitivity, epsilon=epsilon, cost=cost)
+    lp = dpopt.solve(problem, "lp")
+    stair = dpopt.solve(problem, "staircase")
+    assert lp.certificate.ok and stair.certificate.ok
+    assert lp.objective == pytest.approx(stair.objective, rel=1e-6)
+    if sensitivity == 1:  # the staircase is the geometric mechanism
+        assert dpopt.solve(problem, "geometric").objective == pytest.approx(lp.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("sensitivity,epsilon", [(2, 1.0), (5, 2.5)])
+def test_closed_form_bounds_are_above_the_optimum(sensitivity, epsilon):
+    table = dpopt.price_of_closed_form(NoiseAdding(sensitivity=sensitivity, epsilon=epsilon))
+    assert (table["ratio"] >= 1 - 1e-9).all()
+    assert table.loc["geometric", "ratio"] > 1 + 1e-4  # not optimal once Delta > 1
+    assert table.loc["laplace_rounded", "ratio"] > table.loc["staircase", "ratio"]
+
+
+def test_window_width_does_not_change_the_optimum():
+    values = [dpopt.solve(NoiseAdding(sensitivity=3, epsilon=0.9, window=m), "lp").objective for m in (3, 6, 12)]
+    assert max(values) - min(values) <= 1e-7 * values[0]
+
+
+def test_two_solvers_agree():
+    problem = NoiseAdding(sensitivity=3, epsilon=1.2, cost="squared")
+    highs = dpopt.solve(problem, "lp")
+    clarabel = dpopt.solve(problem, "lp", solver="CLARABEL")
+    assert clarabel.certificate.ok
+    assert clarabel.objective == pytest.approx(highs.objective, rel=1e-6)
+
+
+def test_solution_samples_any_integer_true_value_and_matrix_is_private():
+    solution = dpopt.solve(NoiseAdding(sensitivity=2, epsilon=1.0))
+    releases = solution.sample(1000, 5, rng=3)
+    assert releases.dtype.kind == "i" and np.all(np.abs(releases - 1000) < 100)
+    x = solution.mechanism.to_numpy()
+    pairs = np.array([[0, 1], [1, 2], [0, 2]])
+    assert dpopt.certify(x, 1.0, pairs=pairs).ok
+
+
+def test_invalid_problems_rejected():
+    with pytest.raises(InvalidParameterError, match="'window'"):
+        NoiseAdding(sensitivity=3, epsilon=1.0, window=2)
+    with pytest.raises(InvalidParameterError, match="'cost'"):
+        NoiseAdding(sensitivity=1, epsilon=1.0, cost="huber")
+    with pytest.raises(InvalidParameterError, match="'sensitivity'"):
+        NoiseAdding(sensitivity=0, epsilon=1.0)
