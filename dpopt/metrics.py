@@ -170,6 +170,7 @@ def check_monotonicity(
     *,
     direction: str = "decreasing",
     tolerance: float = 1e-12,
+    atol: float = 1e-12,
 ) -> MonotonicityReport:
     """Definition 8 on a grid: is ``metric(epsilon)`` monotone in the stated direction?
 
@@ -182,8 +183,9 @@ def check_monotonicity(
     direction : {"decreasing", "increasing"}
         Privacy metrics (EEE, entropy) must not increase with epsilon; utility
         metrics (|phi(t)|, 1 - NE) must not decrease.
-    tolerance : float
-        Relative slack for round-off.
+    tolerance, atol : float
+        Relative and absolute slack for round-off (a flat metric such as
+        ``1 - NE = 0`` of a uniform output wobbles at 1e-16).
     """
     check_choice(direction, "direction", "check_monotonicity", ("decreasing", "increasing"))
     grid = np.asarray(epsilons, dtype=float)
@@ -191,7 +193,7 @@ def check_monotonicity(
         raise fail("epsilons", "check_monotonicity", "an increasing grid of at least 2 budgets", grid)
     values = np.array([float(metric(e)) for e in grid])
     step = np.diff(values)
-    scale = tolerance * np.maximum(np.abs(values[:-1]), np.abs(values[1:]))
+    scale = tolerance * np.maximum(np.abs(values[:-1]), np.abs(values[1:])) + atol
     wrong = step > scale if direction == "decreasing" else step < -scale
     idx = np.flatnonzero(wrong)
     violations = pd.DataFrame(
