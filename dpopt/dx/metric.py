@@ -1,0 +1,177 @@
+"""Metrics on a finite data universe: the d_X of d_X-privacy.
+
+A :class:`DXMetric` is an N x N matrix that is symmetric, zero on the diagonal,
+non-negative (``+inf`` allowed: "never confuse these two") and satisfies the
+triangle inequality; each is checked at construction and a violating triple is
+reported. ``closure=True`` repairs a matrix that is not a metric by its
+shortest-path closure (the largest metric below it), which only tightens privacy.
+
+Constructors follow Perrier et al.: :meth:`uniform` (plain epsilon-DP),
+:meth:`euclidean` (epsilon per unit distance), :meth:`heterogeneous`
+(``eps_i + eps_j`` for i != j), :meth:`scaled_dates` (``eps |u_i - u_j| / T``),
+:meth:`attribute` (Eq. 3: per-attribute ``min(eps(a), eps(b))`` where values differ),
+and :meth:`graph` (shortest-path metric of a weighted graph).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy.sparse import coo_array
+from scipy.sparse.csgraph import shortest_path
+
+from dpopt.validation import check_real, fail
+
+__all__ = ["DXMetric"]
+
+OWNER = "dx metric"
+#: Relative slack of the triangle-inequality check (floating-point sums).
+TRIANGLE_TOLERANCE = 1e-12
+
+
+def _first_triangle_violation(d: np.ndarray) -> tuple[int, int, int] | None:
+    """(i, j, k) with ``d[i, j] > d[i, k] + d[k, j]``, or None; O(N^3) in N vectorised passes."""
+    for k in range(d.shape[0]):
+        through = d[:, k][:, None] + d[k, :][None, :]
+        with np.errstate(invalid="ignore"):
+            bad = d > through * (1 + TRIANGLE_TOLERANCE) + 1e-300
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            return int(i), int(j), int(k)
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class DXMetric:
+    """A validated metric matrix on a universe of N elements.
+
+    Parameters
+    ----------
+    matrix : array of shape (N, N)
+    closure : bool
+        Replace the matrix by its shortest-path closure instead of rejecting a
+        triangle-inequality violation.
+    labels : sequence, optional
+        Names of the N elements.
+    """
+
+    matrix: np.ndarray
+    closure: bool = False
+    labels: tuple[Any, ...] | None = None
+    size: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        d = np.array(self.matrix, dtype=float)
+        if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] < 2:
+            raise fail("matrix", OWNER, "a square N x N matrix with N >= 2", d)
+        if np.isnan(d).any() or (d < 0).any():
+            raise fail("matrix", OWNER, "non-negative (+inf allowed, no NaN)", d)
+        if not np.array_equal(d, d.T):
+            i, j = np.argwhere(d != d.T)[0]
+            raise fail("matrix", OWNER, f"symmetric (d[{i},{j}] = {d[i, j]:g} but d[{j},{i}] = {d[j, i]:g})", d)
+        if np.any(np.diag(d) != 0):
+            raise fail("matrix", OWNER, "zero on the diagonal", np.diag(d))
+        if self.closure:
+            d = shortest_path(d, method="FW", directed=False) if np.isfinite(d).all() else _closure_with_inf(d)
+        else:
+            triple = _first_triangle_violation(d)
+            if triple is not None:
+                i, j, k = triple
+                raise fail(
+                    "matrix", OWNER,
+                    f"a metric (triangle inequality fails: d[{i},{j}] = {d[i, j]:g} > d[{i},{k}] + d[{k},{j}] = {d[i, k] + d[k, j]:g}; pass closure=True to repair)",
+                    d,
+                )
+        d.setflags(write=False)
+        object.__setattr__(self, "matrix", d)
+        object.__setattr__(self, "size", d.shape[0])
+        if self.labels is not None:
+            labels = tuple(self.labels)
+            if len(labels) != d.shape[0]:
+                raise fail("labels", OWNER, f"{d.shape[0]} labels", len(labels))
+            object.__setattr__(self, "labels", labels)
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Index arrays (i, j), i < j, of every pair with a finite distance."""
+        i, j = np.triu_indices(self.size, 1)
+        keep = np.isfinite(self.matrix[i, j])
+        return i[keep], j[keep]
+
+    # -- constructors ---------------------------------------------------------------
+    @classmethod
+    def uniform(cls, size: int, epsilon: float) -> "DXMetric":
+        """``epsilon [i != j]``: plain epsilon-DP (any two elements are neighbours)."""
+        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
+        return cls(eps * (1 - np.eye(int(size))))
+
+    @classmethod
+    def euclidean(cls, coordinates: Any, epsilon: float = 1.0) -> "DXMetric":
+        """``epsilon ||x_i - x_j||_2`` for points given as rows of ``coordinates``."""
+        x = np.asarray(coordinates, dtype=float)
+        if x.ndim == 1:
+            x = x[:, None]
+        if x.ndim != 2 or not np.isfinite(x).all():
+            raise fail("coordinates", OWNER, "a finite (N, dims) array", x)
+        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
+        diff = x[:, None, :] - x[None, :, :]
+        d = eps * np.sqrt(np.sum(diff * diff, axis=-1))
+        return cls((d + d.T) / 2)  # exact symmetry despite rounding
+
+    @classmethod
+    def heterogeneous(cls, epsilons: Sequence[float]) -> "DXMetric":
+        """``(eps_i + eps_j) [i != j]``: a per-element budget."""
+        e = np.array([check_real(v, "epsilons", OWNER, low=0.0, low_open=True) for v in epsilons])
+        return cls((e[:, None] + e[None, :]) * (1 - np.eye(e.size)))
+
+    @classmethod
+    def scaled_dates(cls, dates: Sequence[float], epsilon: float, period: float) -> "DXMetric":
+        """``epsilon |u_i - u_j| / T``: dates (or any scalar) scaled by a period T."""
+        u = np.asarray(dates, dtype=float)
+        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
+        t = check_real(period, "period", OWNER, low=0.0, low_open=True)
+        return cls(eps * np.abs(u[:, None] - u[None, :]) / t)
+
+    @classmethod
+    def attribute(cls, records: Sequence[Sequence[Any]], budgets: Mapping[Any, float], *, form: str = "min") -> "DXMetric":
+        """Eq. (3): ``sum_k min(eps(X_i^k), eps(X_j^k)) [X_i^k != X_j^k]`` (``form="sum"``: eps(a) + eps(b)).
+
+        ``records`` lists each element's attribute values; ``budgets`` maps a value
+        to its budget (values absent from it are rejected).
+        """
+        rows = [tuple(r) for r in records]
+        if not rows or len({len(r) for r in rows}) != 1:
+            raise fail("records", OWNER, "a non-empty list of equally long attribute tuples", records)
+        missing = sorted({v for r in rows for v in r if v not in budgets}, key=str)
+        if missing:
+            raise fail("budgets", OWNER, "a budget for every attribute value", f"none for {missing[0]!r}")
+        if form not in ("min", "sum"):
+            raise fail("form", OWNER, "'min' or 'sum'", form)
+        eps = np.array([[float(budgets[v]) for v in r] for r in rows])
+        values = np.array([[str(v) for v in r] for r in rows])
+        differ = values[:, None, :] != values[None, :, :]
+        if form == "min":
+            weight = np.minimum(eps[:, None, :], eps[None, :, :])
+        else:
+            weight = eps[:, None, :] + eps[None, :, :]
+        return cls(np.sum(np.where(differ, weight, 0.0), axis=-1), labels=tuple("".join(map(str, r)) for r in rows))
+
+    @classmethod
+    def graph(cls, size: int, edges: Sequence[tuple[int, int, float]]) -> "DXMetric":
+        """Shortest-path metric of an undirected graph with non-negative edge weights (inf if unreachable)."""
+        n = int(size)
+        e = np.asarray(edges, dtype=float)
+        if e.ndim != 2 or e.shape[1] != 3 or (e[:, 2] < 0).any() or e[:, :2].min() < 0 or e[:, :2].max() >= n:
+            raise fail("edges", OWNER, f"(i, j, weight) rows with 0 <= i, j < {n} and weight >= 0", edges)
+        g = coo_array((e[:, 2], (e[:, 0].astype(int), e[:, 1].astype(int))), shape=(n, n)).tocsr()
+        d = shortest_path(g, directed=False)
+        return cls((d + d.T) / 2)
+
+
+def _closure_with_inf(d: np.ndarray) -> np.ndarray:
+    """Floyd-Warshall closure that keeps +inf entries (unreachable pairs)."""
+    out = d.copy()
+    for k in range(out.shape[0]):
+        out = np.minimum(out, out[:, k][:, None] + out[k, :][None, :])
+    return out

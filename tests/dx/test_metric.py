@@ -1,0 +1,54 @@
+"""d_X metrics: validation, the triangle check, closure, and the paper's constructions."""
+
+import numpy as np
+import pytest
+
+from dpopt.dx.metric import DXMetric
+from dpopt.validation import InvalidParameterError
+
+
+def test_example_1_attribute_metric():
+    # Perrier et al. Example 1: eps(Y) = eps0, every other value eps1
+    eps0, eps1 = 0.5, 2.0
+    records = [(g, n, a) for g in "MF" for n in "YN" for a in "AB"]
+    budgets = {"M": eps1, "F": eps1, "Y": eps0, "N": eps1, "A": eps1, "B": eps1}
+    d = DXMetric.attribute(records, budgets).matrix
+    assert d[0, 1] == eps1 and d[0, 2] == eps0 and d[0, 7] == eps0 + 2 * eps1
+
+
+def test_triangle_violation_names_the_triple_and_closure_repairs_it():
+    bad = np.array([[0, 1, 5], [1, 0, 1], [5, 1, 0.0]])
+    with pytest.raises(InvalidParameterError, match=r"d\[0,2\] = 5 > d\[0,1\] \+ d\[1,2\] = 2"):
+        DXMetric(bad)
+    np.testing.assert_array_equal(DXMetric(bad, closure=True).matrix[0, 2], 2.0)
+
+
+@pytest.mark.parametrize(
+    "matrix,text",
+    [
+        (np.array([[0, 1], [2, 0.0]]), "symmetric"),
+        (np.array([[1, 1], [1, 0.0]]), "diagonal"),
+        (np.array([[0, -1], [-1, 0.0]]), "non-negative"),
+        (np.zeros((2, 3)), "square"),
+    ],
+)
+def test_invalid_matrices_rejected(matrix, text):
+    with pytest.raises(InvalidParameterError, match=text):
+        DXMetric(matrix)
+
+
+def test_infinite_distances_are_allowed_and_skipped():
+    d = np.array([[0, 1, np.inf], [1, 0, np.inf], [np.inf, np.inf, 0.0]])
+    metric = DXMetric(d)
+    i, j = metric.pairs()
+    assert list(zip(i, j)) == [(0, 1)]
+
+
+def test_constructors_are_metrics():
+    rng = np.random.default_rng(0)
+    assert DXMetric.euclidean(rng.uniform(0, 100, (20, 2)), 0.1).size == 20
+    np.testing.assert_allclose(DXMetric.heterogeneous([1.0, 2.0, 3.0]).matrix[0], [0, 3, 4])
+    np.testing.assert_allclose(DXMetric.scaled_dates([0, 10, 30], 1.0, 10.0).matrix[0], [0, 1, 3])
+    graph = DXMetric.graph(4, [(0, 1, 1.0), (1, 2, 2.0), (2, 3, 1.0)])
+    assert graph.matrix[0, 3] == 4.0
+    assert DXMetric.uniform(3, 0.7).matrix[0, 1] == 0.7
