@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any, NoReturn, Sequence
 
@@ -50,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sample_cmd = commands.add_parser("sample", help="draw releases from the solved, certified mechanism")
     sample_cmd.add_argument("problem", metavar="PROBLEM.toml")
-    sample_cmd.add_argument("--true-value", type=int, required=True, dest="true_value")
+    sample_cmd.add_argument("--true-value", type=float, default=None, dest="true_value",
+                            help="the true answer (required except for dx_linear_query, which uses the file's histogram)")
     sample_cmd.add_argument("--count", type=int, default=1)
     source = sample_cmd.add_mutually_exclusive_group()
     source.add_argument("--seed", type=int, default=None)
@@ -78,14 +80,16 @@ def _run(args: argparse.Namespace) -> None:
         solutions = compare(problem, solver=args.solver)
         best = min((s.objective for s in solutions if s.exact), default=float("nan"))
         for solution in solutions:
-            _print({**solution.summary(), "ratio_to_optimum": solution.objective / best if best else None})
+            ratio = solution.objective / best if best else float("nan")
+            _print({**solution.summary(), "ratio_to_optimum": ratio if math.isfinite(ratio) else None})
     else:
         if args.count < 1:
             raise InvalidParameterError("count", "dpopt sample", "an integer >= 1", args.count)
         if args.seed is not None and args.seed < 0:
             raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
+        true_value = _true_value(problem, args.true_value)
         solution = solve(problem, args.method, solver=args.solver)
-        releases = solution.sample(args.true_value, args.count, rng=args.seed, secure=args.secure)
+        releases = solution.sample(true_value, args.count, rng=args.seed, secure=args.secure)
         summary = solution.summary()
         _print(
             {
@@ -93,13 +97,28 @@ def _run(args: argparse.Namespace) -> None:
                 for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate")
             }
             | {
-                "true_value": args.true_value,
+                "true_value": "histogram in the problem file" if true_value is None else true_value,
                 "count": args.count,
                 "seed": args.seed,
                 "source": "secrets" if args.secure else "numpy.random.Generator(PCG64)",
                 "releases": releases.tolist(),
             }
         )
+
+
+def _true_value(problem: Any, value: float | None) -> Any:
+    """The sample command's true value: an integer where the problem's inputs are integers."""
+    if problem.kind == "dx_linear_query":
+        if problem.histogram is None:
+            raise InvalidParameterError("histogram", "dpopt sample", "given in the problem file (the records' counts per element)", None)
+        return None
+    if value is None:
+        raise InvalidParameterError("true-value", "dpopt sample", "given (--true-value V)", None)
+    if problem.kind != "calibration":
+        if value != int(value):
+            raise InvalidParameterError("true-value", "dpopt sample", "an integer for this problem kind", value)
+        return int(value)
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from dpopt.problems.calibration import Calibration
 from dpopt.problems.count_query import CountQuery
+from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.problems.multi_level import MultiLevelRelease
 from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.validation import DPOptError, InvalidParameterError, fail
@@ -27,6 +28,7 @@ PROBLEM_KINDS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "count_query": (CountQuery, ("n", "alpha", "epsilon", "loss", "side_information")),
     "multi_level_release": (MultiLevelRelease, ("n", "alphas", "epsilons")),
     "noise_adding": (NoiseAdding, ("sensitivity", "epsilon", "alpha", "cost", "window")),
+    "dx_linear_query": (DXLinearQuery, ("n", "query", "metric", "histogram")),
     "calibration": (Calibration, ("mechanism", "epsilon", "alpha", "delta", "sensitivity", "p", "lower", "upper")),
 }
 
@@ -71,6 +73,9 @@ def read_problem_file(path: str | Path) -> ProblemFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise fail("PROBLEM", "dpopt", "valid TOML", f"{path}: {exc}") from None
+    metric = data.get("metric")
+    if isinstance(metric, dict) and metric.get("type") == "csv" and "path" in metric:
+        metric["path"] = str((file.parent / str(metric["path"])).resolve())  # relative to the problem file
     try:
         problem = problem_from_dict(data, origin=file.name)
     except InvalidParameterError:

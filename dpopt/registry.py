@@ -44,6 +44,9 @@ class Method:
         Relative cost estimate used by ``auto`` (smaller is faster).
     summary : str
         One line for ``compare`` and the docs.
+    auto_fallback : bool
+        Picked by ``auto`` when no exact method applies (a kind whose problem has
+        no tractable exact optimum in general, e.g. the non-convex d_X problem (6)).
     """
 
     kind: str
@@ -54,6 +57,7 @@ class Method:
     applies: Callable[[Any], bool]
     cost: Callable[[Any], float]
     summary: str
+    auto_fallback: bool = False
 
 
 REGISTRY: dict[str, dict[str, Method]] = {}
@@ -72,6 +76,7 @@ def register(
     cost: Callable[[Any], float],
     summary: str,
     applies: Callable[[Any], bool] = _always,
+    auto_fallback: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``run(problem, solver, repair)`` as method ``name`` of ``kind``."""
 
@@ -79,7 +84,7 @@ def register(
         methods = REGISTRY.setdefault(kind, {})
         if name in methods:
             raise ValueError(f"method {name!r} of {kind} is registered twice")
-        methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary)
+        methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary, auto_fallback)
         return run
 
     return decorate
@@ -103,7 +108,7 @@ def methods_for(problem: Problem) -> list[Method]:
 def _pick(problem: Problem, method: str) -> Method:
     candidates = methods_for(problem)
     if method == "auto":
-        exact = [m for m in candidates if m.exact]
+        exact = [m for m in candidates if m.exact] or [m for m in candidates if m.auto_fallback] or candidates
         return exact[0]
     by_name = {m.name: m for m in candidates}
     if method not in by_name:

@@ -158,11 +158,14 @@ class Solution:
             Released values (column labels); for multi-level releases an array
             of shape (count, k), one column per level.
         """
-        if self.parameters is not None or self.integer_inputs:
+        if self.kind == "dx_linear_query":
+            row = true_value  # a histogram (None: the problem's own); the sampler validates it
+            rows: list[Any] = []
+        elif self.parameters is not None or self.integer_inputs:
             # additive mechanisms accept any true value (an integer for integer noise)
             checker = check_int if self.integer_inputs else check_real
             row = checker(true_value, "true_value", self.kind)
-            rows: list[Any] = []
+            rows = []
         else:
             rows = self.inputs
             if isinstance(true_value, bool) or true_value not in rows:

@@ -5,6 +5,7 @@ import pytest
 
 import dpopt
 from dpopt.problem_files import load_problem
+from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.registry import REGISTRY, methods_for
 from dpopt.validation import InvalidParameterError
 from tests.conftest import PROBLEMS
@@ -14,19 +15,29 @@ EXAMPLES = {
     "multi_level_release": lambda: dpopt.MultiLevelRelease(n=5, alphas=[0.3, 0.6]),
     "noise_adding": lambda: dpopt.NoiseAdding(sensitivity=2, epsilon=0.8, cost="squared"),
     "calibration": lambda: dpopt.Calibration(mechanism="gaussian_analytic", epsilon=0.7, delta=1e-6, sensitivity=2.0),
+    "dx_linear_query": lambda: DXLinearQuery(
+        n=50, query=[[0.1, 0.5, 0.9, 0.3], [1.0, 0.0, 1.0, 0.0]], histogram=[10, 20, 15, 5],
+        metric={"type": "euclidean", "coordinates": [[0, 0], [1, 0], [0, 2], [3, 3]], "epsilon": 0.5},
+    ),
 }
 BAD_PRIVACY = {
     "count_query": [dict(n=3, alpha=1.2), dict(n=3, epsilon=-1), dict(n=3), dict(n=3, alpha=0.5, epsilon=1)],
     "multi_level_release": [dict(n=3, alphas=[1.2]), dict(n=3, epsilons=[-1.0]), dict(n=3)],
     "noise_adding": [dict(sensitivity=1, epsilon=0.0), dict(sensitivity=1, alpha=1.0), dict(sensitivity=1)],
     "calibration": [dict(mechanism="laplace", epsilon=-1.0), dict(mechanism="laplace"), dict(mechanism="gaussian_analytic", epsilon=1.0, delta=1.5)],
+    "dx_linear_query": [
+        dict(n=5, query=[0.0, 1.0], metric={"type": "uniform", "epsilon": -1.0}),
+        dict(n=5, query=[0.0, 1.0], metric={"type": "euclidean", "coordinates": [[0, 0], [1, 1]], "epsilon": 0.0}),
+    ],
 }
 #: Methods that apply to narrower problems than their kind's example.
 METHOD_EXAMPLES = {
     ("count_query", "randomized_response"): lambda: dpopt.CountQuery(n=1, epsilon=0.9, loss="zero_one"),
+    ("dx_linear_query", "closed_form"): lambda: DXLinearQuery(n=50, query=[0.1, 0.5, 0.9], metric={"type": "uniform", "epsilon": 0.5}, histogram=[10, 20, 20]),
+    ("dx_linear_query", "exact_surrogate"): lambda: DXLinearQuery(n=50, query=[0.1, 0.5, 0.9], metric={"type": "uniform", "epsilon": 0.5}, histogram=[10, 20, 20]),
 }
 #: Kinds whose answer is a formula's parameters, not an optimisation: no program, no matrix.
-PARAMETER_KINDS = {"calibration"}
+PARAMETER_KINDS = {"calibration", "dx_linear_query"}
 dpopt.registry._load_methods()
 CASES = [(kind, name) for kind in sorted(REGISTRY) for name in sorted(REGISTRY[kind])]
 
@@ -48,7 +59,8 @@ def test_method_contract(kind, name):
         x = solution.mechanism.to_numpy()
         assert (x >= 0).all() and np.allclose(x.sum(axis=1), 1, atol=1e-9)
         assert dpopt.certify(x, problem.epsilon).ok
-    np.testing.assert_array_equal(solution.sample(1, 20, rng=9), solution.sample(1, 20, rng=9))
+    true_value = None if kind == "dx_linear_query" else 1  # d_X releases use the problem's histogram
+    np.testing.assert_array_equal(solution.sample(true_value, 20, rng=9), solution.sample(true_value, 20, rng=9))
     summary = solution.summary()
     for key in ("kind", "method", "solver", "status", "objective", "seconds", "alpha", "epsilon", "certificate"):
         assert key in summary

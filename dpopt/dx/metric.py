@@ -158,6 +158,40 @@ class DXMetric:
         return cls(np.sum(np.where(differ, weight, 0.0), axis=-1), labels=tuple("".join(map(str, r)) for r in rows))
 
     @classmethod
+    def blowfish(cls, coordinates: Any, epsilon: float, threshold: float) -> "DXMetric":
+        """``d^Blow`` of Section 4.4: epsilon within Euclidean distance T, +inf beyond, closed.
+
+        The printed definition (inf beyond T) breaks the triangle inequality; its
+        shortest-path closure (epsilon times the number of T-hops) is the metric the
+        d_X Laplace constraints actually enforce, since ``||Q'_i - Q'_j||_1`` is itself
+        a pseudo-metric: constraints on the T-close pairs imply the closure's bound on
+        every other pair. Pairs in different T-components stay at +inf.
+        """
+        euclid = cls.euclidean(coordinates).matrix
+        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
+        t = check_real(threshold, "threshold", OWNER, low=0.0, low_open=True)
+        d = np.where(euclid <= t, eps, np.inf)
+        np.fill_diagonal(d, 0.0)
+        return cls(d, closure=True)
+
+    @classmethod
+    def smooth(cls, coordinates: Any, epsilon: float, threshold: float) -> "DXMetric":
+        """``d^Smooth`` of Section 4.4: ``epsilon max(1, d_Euc / T)`` for i != j (a metric as is)."""
+        euclid = cls.euclidean(coordinates).matrix
+        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
+        t = check_real(threshold, "threshold", OWNER, low=0.0, low_open=True)
+        return cls(eps * np.maximum(1.0, euclid / t) * (1 - np.eye(euclid.shape[0])))
+
+    @classmethod
+    def from_csv(cls, path: str, *, closure: bool = False) -> "DXMetric":
+        """An N x N matrix from a headerless CSV file (``inf`` allowed)."""
+        try:
+            d = np.loadtxt(path, delimiter=",", ndmin=2)
+        except (OSError, ValueError) as exc:
+            raise fail("path", OWNER, "a readable CSV file of an N x N matrix", f"{path} ({exc})") from None
+        return cls(d, closure=closure)
+
+    @classmethod
     def graph(cls, size: int, edges: Sequence[tuple[int, int, float]]) -> "DXMetric":
         """Shortest-path metric of an undirected graph with non-negative edge weights (inf if unreachable)."""
         n = int(size)

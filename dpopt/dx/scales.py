@@ -40,6 +40,16 @@ __all__ = [
     "strategy1_scales",
     "strategy2_scales",
     "exact_scales",
+    "psa_scales",
+    "PSAResult",
+    "essential_pairs",
+    "nearest_pairs",
+    "PairReport",
+    "solve_exact",
+    "exact_surrogate",
+    "alternating",
+    "AlternatingResult",
+    "surrogate_objective",
 ]
 
 OWNER = "dx linear query"
@@ -138,36 +148,349 @@ def strategy2_scales(query: Any, metric: DXMetric) -> np.ndarray:
     return np.full(q.shape[0], value)
 
 
-def exact_scales(query: Any, metric: DXMetric, *, solver: str | None = None) -> np.ndarray:
+def exact_scales(query: Any, metric: DXMetric, *, solver: str | None = None, reduce: bool = True) -> np.ndarray:
     """The exact optimum of ``min ||c||^2`` s.t. ``sum_k |Q_ki - Q_kj| / c_k <= d_X(i, j)``.
 
     The constraints are convex in c (``1/c_k`` is convex for c > 0; equivalently
     linear in ``t = 1/c``), so this is a convex program, modelled with ``inv_pos``
     and solved by Clarabel. Queries that never differ get ``c_k = 0`` (no noise).
+    With ``reduce`` the pairs are cut to the essential ones and added lazily
+    (:func:`solve_exact`); the answer is checked against every pair either way.
+    """
+    return solve_exact(query, metric, solver=solver, reduce=reduce)[0]
+
+
+def solve_exact(query: Any, metric: DXMetric, *, solver: str | None = None, reduce: bool = True) -> tuple[np.ndarray, "PairReport"]:
+    """:func:`exact_scales` and the :class:`PairReport` of the pairs it used."""
+    q = _workload(query, metric)
+    diff, d, universe = _pairs_of(q, metric, essential_pairs(metric) if reduce else metric.pairs())
+    used = diff.sum(axis=0) > 0
+    c = np.zeros(q.shape[0])
+    total = len(metric.pairs()[0])
+    if not used.any():
+        return c, PairReport(total, len(d), 0, 0)
+    a = diff[:, used]
+    unit = float((a.sum(axis=1) / d).max())  # Strategy 2's scale: keeps the program well scaled
+
+    def solve(rows: np.ndarray) -> np.ndarray:
+        s_var = cp.Variable(int(used.sum()), pos=True, name="s")
+        program = cp.Problem(cp.Minimize(cp.sum_squares(s_var)), [(a[rows] / unit) @ cp.inv_pos(s_var) <= d[rows]])
+        _run_conic(program, solver, "dx exact scales")
+        return unit * np.asarray(s_var.value, dtype=float)
+
+    def ratios(scales: np.ndarray) -> np.ndarray:
+        return (a / scales[None, :]).sum(axis=1) / d
+
+    start = nearest_pairs(metric, universe) if reduce else np.arange(len(d))
+    scales, rows, rounds = _lazily(solve, ratios, start, len(d))
+    worst = float(ratios(scales).max())
+    c[used] = scales * worst if worst > 1 else scales
+    return c, PairReport(total, len(d), len(rows), rounds)
+
+
+def _pairs_of(q: np.ndarray, metric: DXMetric, pairs: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """``|dQ|`` and d_X on the pairs where some query differs, and those pairs."""
+    i, j = pairs
+    diff = np.abs(q[:, i] - q[:, j]).T
+    d = metric.matrix[i, j]
+    active = diff.sum(axis=1) > 0
+    if np.any(active & (d == 0)):
+        p = int(np.flatnonzero(active & (d == 0))[0])
+        raise fail("query", OWNER, f"equal on elements at distance 0 (elements {i[p]} and {j[p]} differ)", q)
+    return diff[active], d[active], (i[active], j[active])
+
+
+#: A lazily generated constraint set stops when no pair exceeds d_X by more than this.
+LAZY_TOLERANCE = 1e-9
+#: Pairs added per round at most (the most violated first).
+LAZY_BATCH = 20_000
+
+
+def _lazily(solve: Any, ratios: Any, start: np.ndarray, count: int) -> tuple[Any, np.ndarray, int]:
+    """Solve on ``start`` rows, add violated rows (ratio > 1 + tol), repeat until none."""
+    rows = np.unique(start)
+    rounds = 0
+    while True:
+        rounds += 1
+        candidate = solve(rows)
+        r = ratios(candidate)
+        r[rows] = 0.0
+        bad = np.flatnonzero(r > 1 + LAZY_TOLERANCE)
+        if bad.size == 0 or rows.size == count:
+            return candidate, rows, rounds
+        worst_first = bad[np.argsort(-r[bad])][:LAZY_BATCH]
+        rows = np.union1d(rows, worst_first)
+
+
+def _run_conic(program: cp.Problem, solver: str | None, owner: str) -> None:
+    """Clarabel at dpopt's tight tolerances, else at its defaults (accepting 'optimal_inaccurate').
+
+    At 1e-10 Clarabel can stop at "optimal_inaccurate" on these hyperbolic
+    constraints; every caller re-checks privacy and rescales, so accuracy only
+    affects optimality, which the tests bound.
+    """
+    try:
+        run_program(program, solver=solver or "CLARABEL", owner=owner)
+    except SolverError:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "solution may be inaccurate": checked by the caller
+            program.solve(solver=solver or "CLARABEL")
+        if program.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+            raise
+
+
+# -- Algorithm 3 --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PSAResult:
+    """Algorithm 3's scales, with how the loop ended."""
+
+    scales: np.ndarray
+    iterations: int
+    converged: bool
+
+
+#: PSA stops when every query's share gained in a round is below this fraction of its total.
+PSA_TOLERANCE = 1e-9
+#: ... or after this many rounds.
+PSA_MAX_ITERATIONS = 1000
+
+
+def psa_scales(
+    query: Any, metric: DXMetric, *, tolerance: float = PSA_TOLERANCE, max_iterations: int = PSA_MAX_ITERATIONS
+) -> PSAResult:
+    """Algorithm 3 (PSA, Strategy 3) as printed, over every finite pair.
+
+    Each round: (1) ``c_k`` = the scale query k would need alone on the remaining
+    budget; (2) split each pair's remaining budget between the queries in
+    proportion to ``|Q_ki - Q_kj| / c_k``; (3) ``c_k`` = the scale query k needs on its
+    share; (4) subtract what was spent; (5) ``R += 1/c``. Output ``c = 1/R``. The
+    printed loop runs "while T != 0": T_k is 0 once query k differs on a pair whose
+    budget is spent (its c_k is infinite). Since the budget may also only shrink
+    geometrically, the loop also stops when ``max_k T_k / R_k <= tolerance`` (default
+    1e-9), or after ``max_iterations``.
+    Steps (2)-(3) simplify to ``c_k <- c_k max_{p: Q_k differs} (sum_l |dQ_l| / c_l) / rem_p``.
     """
     q = _workload(query, metric)
     diff, d = _pair_differences(q, metric)
+    k_count = q.shape[0]
     used = diff.sum(axis=0) > 0
-    c = np.zeros(q.shape[0])
+    total = np.zeros(int(used.sum()))
     if not used.any():
+        return PSAResult(np.zeros(k_count), 0, True)
+    diff, remaining = diff[:, used], d.copy()
+    moves = diff > 0
+    iterations, converged = 0, False
+    with np.errstate(divide="ignore", invalid="ignore"):
+        while iterations < max_iterations:
+            iterations += 1
+            # step 1: a query differing on an exhausted pair gets c = inf, i.e. T_k = 0
+            c = np.where(moves, diff / remaining[:, None], 0.0).max(axis=0)
+            live = np.isfinite(c)
+            if not live.any():
+                converged = True  # T = 0: the printed loop's exit
+                break
+            share = np.where(live[None, :], diff / np.where(live, c, 1.0)[None, :], 0.0)
+            spend = share.sum(axis=1)
+            pressure = np.where(spend > 0, spend / remaining, 0.0)
+            c = np.where(live, c * np.where(moves, pressure[:, None], 0.0).max(axis=0), np.inf)  # steps 2-3
+            gain = np.where(np.isfinite(c), 1.0 / c, 0.0)  # step 5's T
+            remaining = np.maximum(remaining - (diff * gain[None, :]).sum(axis=1), 0.0)  # step 4
+            total += gain
+            if np.max(gain / total) <= tolerance:
+                converged = True
+                break
+    scales = np.zeros(k_count)
+    scales[used] = 1.0 / total
+    return PSAResult(_rescale_to_private(scales, diff, d, used), iterations, converged)
+
+
+def _rescale_to_private(c: np.ndarray, diff: np.ndarray, d: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """Multiply c by the worst ratio if floating point left a pair above d_X."""
+    if not used.any() or d.size == 0:
         return c
-    a = diff[:, used]
-    unit = strategy2_scales(q, metric)[0]  # c = unit * s keeps the program well scaled
-    s = cp.Variable(int(used.sum()), pos=True, name="s")
-    program = cp.Problem(cp.Minimize(cp.sum_squares(s)), [(a / unit) @ cp.inv_pos(s) <= d])
-    try:
-        run_program(program, solver=solver or "CLARABEL", owner="dx exact scales")
-    except SolverError:
-        # Clarabel at dpopt's tight tolerances can stop at "optimal_inaccurate" on
-        # these hyperbolic constraints; its default tolerances converge, and the
-        # scaling below restores exact privacy whatever the solver's accuracy.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "solution may be inaccurate": checked below
-            program.solve(solver=solver or "CLARABEL")
-        if program.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or s.value is None:
-            raise
-    c[used] = unit * np.asarray(s.value, dtype=float)
-    worst = float(((a / c[used][None, :]).sum(axis=1) / d).max())
-    if worst > 1:  # solver tolerance: scale every c_k up by the worst ratio
-        c *= worst
-    return c
+    worst = float(((diff / c[used][None, :]).sum(axis=1) / d).max())
+    return c * worst if worst > 1 else c
+
+
+# -- pair reduction and lazy constraints -------------------------------------------------
+
+def essential_pairs(metric: DXMetric, *, block: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """Finite pairs (i < j) not implied by the triangle inequality.
+
+    A pair with ``d(i, j) >= d(i, k) + d(k, j)`` for some k != i, j is dropped: every
+    constraint here bounds a pseudo-metric in (i, j) (``||Q'_i - Q'_j||_1``, its
+    weighted form, ``|p_i - p_j| / c``), so (i, k) and (k, j) imply it. Vectorised over
+    blocks of k.
+    """
+    d = metric.matrix
+    n = metric.size
+    implied = np.zeros((n, n), dtype=bool)
+    for start in range(0, n, block):
+        ks = np.arange(start, min(start + block, n))
+        through = d[:, ks].T[:, :, None] + d[ks, :][:, None, :]  # (block, n, n)
+        hit = through <= d[None, :, :] * (1 + 1e-12)
+        hit[np.arange(ks.size), ks, :] = False  # k = i is not a detour
+        hit[np.arange(ks.size), :, ks] = False  # k = j is not a detour
+        implied |= hit.any(axis=0)
+    i, j = np.triu_indices(n, 1)
+    keep = np.isfinite(d[i, j]) & ~implied[i, j]
+    return i[keep], j[keep]
+
+
+def nearest_pairs(metric: DXMetric, pairs: tuple[np.ndarray, np.ndarray], neighbours: int = 8) -> np.ndarray:
+    """Indices into ``pairs`` of each element's ``neighbours`` closest partners."""
+    i, j = pairs
+    d = metric.matrix[i, j]
+    chosen = np.zeros(i.size, dtype=bool)
+    order = np.argsort(d, kind="stable")
+    counts = np.zeros(metric.size, dtype=int)
+    for p in order:  # O(P) pass, no per-entry matrix work
+        a, b = i[p], j[p]
+        if counts[a] < neighbours or counts[b] < neighbours:
+            chosen[p] = True
+            counts[a] += 1
+            counts[b] += 1
+    return np.flatnonzero(chosen)
+
+
+@dataclass(frozen=True)
+class PairReport:
+    """How many pair constraints a solve used."""
+
+    total: int
+    essential: int
+    used: int
+    rounds: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"pairs_total": self.total, "pairs_essential": self.essential, "pairs_used": self.used, "lazy_rounds": self.rounds}
+
+
+# -- the surrogate problem (6) under squared loss ------------------------------------------
+
+def surrogate_objective(transformed: Any, scales: Any, query: Any, n: int) -> float:
+    """Perrier et al.'s bound ``n^2 ||c (.) Q' - Q||_F^2 + 2 ||c||^2`` on the expected squared error."""
+    q = np.atleast_2d(np.asarray(query, dtype=float))
+    qp = np.atleast_2d(np.asarray(transformed, dtype=float))
+    c = np.asarray(scales, dtype=float)
+    return float(n**2 * np.sum((c[:, None] * qp - q) ** 2) + 2 * np.sum(c**2))
+
+
+def exact_surrogate(query: Any, metric: DXMetric, n: int, *, solver: str | None = None, reduce: bool = True) -> tuple[np.ndarray, np.ndarray, "PairReport"]:
+    """Exact optimum of the single-query surrogate with q' free (the paper fixes c q' = q).
+
+    ``min n^2 ||c q' - q||^2 + 2 c^2`` s.t. ``|q'_i - q'_j| <= d_X(i, j)``. With
+    ``p = c q'`` the constraints read ``|p_i - p_j| <= c d_X(i, j)``: jointly convex in
+    (p, c), a QP. Returns ``(q', c, pairs)`` with q' as a (1, N) array.
+    """
+    q = _workload(query, metric)
+    if q.shape[0] != 1:
+        raise fail("query", OWNER, "a single query (one row) for exact_surrogate", q.shape)
+    universe = essential_pairs(metric) if reduce else metric.pairs()
+    i, j = universe
+    d = metric.matrix[i, j]
+    total = len(metric.pairs()[0])
+    unit = float(closed_form_scales(q, metric)[0])
+    if unit == 0:
+        return np.zeros_like(q), np.zeros(1), PairReport(total, len(d), 0, 0)
+    target = q[0] / unit
+    big_n = float(n)
+
+    def solve(rows: np.ndarray) -> tuple[np.ndarray, float]:
+        # p = target + delta / n and c = unit * gamma turn the objective, divided by
+        # 2 unit^2, into ||delta||^2 / 2 + gamma^2: every term of order one.
+        delta = cp.Variable(metric.size, name="delta")
+        g = cp.Variable(nonneg=True, name="gamma")
+        gap = target[i[rows]] - target[j[rows]] + (delta[i[rows]] - delta[j[rows]]) / big_n
+        program = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(delta) + cp.square(g)), [cp.abs(gap) <= g * d[rows]])
+        _run_conic(program, solver, "dx exact surrogate")
+        return target + np.asarray(delta.value, dtype=float) / big_n, float(g.value)
+
+    def ratios(candidate: tuple[np.ndarray, float]) -> np.ndarray:
+        p, g = candidate
+        return np.abs(p[i] - p[j]) / (max(g, 1e-300) * d)
+
+    start = nearest_pairs(metric, universe) if reduce else np.arange(len(d))
+    (p, g), rows, rounds = _lazily(solve, ratios, start, len(d))
+    c = unit * g
+    transformed = (unit * p / c)[None, :]
+    worst = check_privacy(transformed, metric).worst_ratio
+    if worst > 1:  # solver tolerance: shrink q' (and grow c) until every pair holds
+        transformed, c = transformed / worst, c * worst
+    return transformed, np.array([c]), PairReport(total, len(d), len(rows), rounds)
+
+
+@dataclass(frozen=True)
+class AlternatingResult:
+    """Alternating minimisation of (6): the final (Q', c) and the objective per iteration."""
+
+    transformed: np.ndarray
+    scales: np.ndarray
+    objectives: tuple[float, ...]
+    pairs: PairReport
+
+
+def alternating(
+    query: Any,
+    metric: DXMetric,
+    n: int,
+    start: tuple[np.ndarray, np.ndarray],
+    *,
+    iterations: int = 30,
+    tolerance: float = 1e-9,
+    solver: str | None = None,
+) -> AlternatingResult:
+    """Block coordinate descent on ``f(Q', c) = n^2 ||c (.) Q' - Q||^2 + 2 ||c||^2`` (Appendix B).
+
+    c-step (closed form, per row): ``c_k = max(0, n^2 <Q'_k, Q_k> / (n^2 ||Q'_k||^2 + 2))``.
+    Q'-step: ``min ||c (.) Q' - Q||^2`` s.t. ``||Q'_:i - Q'_:j||_1 <= d_X(i, j)`` (a convex
+    QP on the essential pairs, added lazily). Starts from ``start = (Q', c)`` (a private
+    point, e.g. the best of the other routes); f never increases.
+    """
+    q = _workload(query, metric)
+    qp, c = np.atleast_2d(np.asarray(start[0], dtype=float)).copy(), np.asarray(start[1], dtype=float).copy()
+    if not check_privacy(qp, metric).ok:
+        raise fail("start", OWNER, "a private (Q', c) pair", check_privacy(qp, metric))
+    universe = essential_pairs(metric)
+    i, j = universe
+    d = metric.matrix[i, j]
+    objectives = [surrogate_objective(qp, c, q, n)]
+    rows_used, rounds_total = np.arange(0), 0
+    for _ in range(iterations):
+        norm2 = np.sum(qp * qp, axis=1)
+        c = np.maximum(0.0, n**2 * np.sum(qp * q, axis=1) / (n**2 * norm2 + 2.0))  # c-step
+
+        residual = n * (c[:, None] * qp - q)
+
+        def solve(rows: np.ndarray, base: np.ndarray = qp, residual: np.ndarray = residual, c: np.ndarray = c) -> np.ndarray:
+            # Q' = base + Delta / n: the objective n^2 ||c (.) Q' - Q||^2 becomes
+            # ||residual + c (.) Delta||^2, of order one however large n is.
+            delta = cp.Variable(q.shape, name="Delta")
+            moved = base + delta / n
+            program = cp.Problem(
+                cp.Minimize(cp.sum_squares(residual + cp.multiply(c[:, None], delta))),
+                [cp.sum(cp.abs(moved[:, i[rows]] - moved[:, j[rows]]), axis=0) <= d[rows]],
+            )
+            _run_conic(program, solver, "dx alternating Q'-step")
+            return base + np.asarray(delta.value, dtype=float) / n
+
+        def ratios(candidate: np.ndarray) -> np.ndarray:
+            return np.abs(candidate[:, i] - candidate[:, j]).sum(axis=0) / d
+
+        first = nearest_pairs(metric, universe) if rows_used.size == 0 else rows_used
+        candidate, rows_used, rounds = _lazily(solve, ratios, first, len(d))
+        rounds_total += rounds
+        worst = check_privacy(candidate, metric).worst_ratio
+        if worst > 1:
+            candidate = candidate / worst
+        value = surrogate_objective(candidate, c, q, n)
+        if value > objectives[-1]:  # a Q'-step never helps less than keeping Q'
+            value = surrogate_objective(qp, c, q, n)
+        else:
+            qp = candidate
+        objectives.append(value)
+        if objectives[-2] - objectives[-1] <= tolerance * objectives[-2]:
+            break
+    report = PairReport(len(metric.pairs()[0]), len(d), int(rows_used.size), rounds_total)
+    return AlternatingResult(qp, c, tuple(objectives), report)

@@ -74,3 +74,82 @@ def test_privacy_check_reports_the_worst_pair():
     check = check_privacy([[0.0, 0.5, 2.0]], metric)
     assert not check.ok and check.worst_pair == (0, 2) and check.worst_ratio == pytest.approx(2.0)
     assert check.pairs_checked == 3
+
+
+def _random_instance(seed: int, n: int = 25, k: int = 3):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(0, 1, (k, n)), DXMetric.euclidean(rng.uniform(0, 100, (n, 2)), 0.2)
+
+
+def test_psa_is_private_and_recovers_plain_dp_for_one_query():
+    from dpopt.dx.scales import psa_scales
+
+    q, metric = _random_instance(5)
+    result = psa_scales(q, metric)
+    assert result.converged and check_privacy(q / result.scales[:, None], metric).ok
+    single = psa_scales(q[:1], metric)
+    assert single.scales[0] == pytest.approx(closed_form_scales(q[:1], metric)[0], rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_constraint_reduction_and_lazy_pairs_never_change_the_optimum(seed):
+    from dpopt.dx.scales import solve_exact
+
+    rng = np.random.default_rng(seed)
+    coords = rng.uniform(0, 100, (30, 2))
+    for metric in (DXMetric.euclidean(coords, 0.3), DXMetric.blowfish(coords, 1.0, 30.0)):
+        q = rng.uniform(0, 1, (3, 30))
+        lazy, report = solve_exact(q, metric, reduce=True)
+        full, full_report = solve_exact(q, metric, reduce=False)
+        assert np.sum(lazy**2) == pytest.approx(np.sum(full**2), rel=1e-6)
+        assert report.used <= report.essential <= report.total == full_report.total
+
+
+def test_blowfish_closure_drops_most_pairs():
+    from dpopt.dx.scales import essential_pairs
+
+    coords = np.random.default_rng(9).uniform(0, 100, (40, 2))
+    metric = DXMetric.blowfish(coords, 1.0, 30.0)
+    assert len(essential_pairs(metric)[0]) < 0.5 * len(metric.pairs()[0])
+
+
+@pytest.mark.parametrize("records", [10, 100, 10_000])
+def test_exact_surrogate_beats_the_papers_closed_form_and_is_private(records):
+    from dpopt.dx.scales import exact_surrogate, surrogate_objective
+
+    q, metric = _random_instance(3, k=1)
+    c0 = closed_form_scales(q, metric)
+    transformed, c, _ = exact_surrogate(q, metric, records)
+    assert check_privacy(transformed, metric).ok
+    assert surrogate_objective(transformed, c, q, records) <= surrogate_objective(q / c0, c0, q, records) * (1 + 1e-9)
+
+
+def test_exact_surrogate_against_an_independent_grid_search():
+    # for fixed c the best q' is a convex projection; scan c on a fine grid with the QP in q' only
+    import cvxpy as cp
+    from dpopt.dx.scales import exact_surrogate, surrogate_objective
+
+    q, metric = _random_instance(4, n=10, k=1)
+    records = 20
+    transformed, c, _ = exact_surrogate(q, metric, records)
+    best = surrogate_objective(transformed, c, q, records)
+    i, j = metric.pairs()
+    grid = []
+    for scale in np.linspace(0.5, 1.5, 41) * c[0]:
+        v = cp.Variable(metric.size)
+        program = cp.Problem(cp.Minimize(records**2 * cp.sum_squares(scale * v - q[0]) + 2 * scale**2),
+                             [cp.abs(v[i] - v[j]) <= metric.matrix[i, j]])
+        program.solve(solver="CLARABEL")
+        grid.append(program.value)
+    assert best <= min(grid) * (1 + 1e-6)
+    assert best >= min(grid) * (1 - 1e-2)  # the grid is 2.5 % wide; the optimum is inside it
+
+
+def test_alternating_never_increases_the_objective():
+    from dpopt.dx.scales import alternating, solve_exact
+
+    q, metric = _random_instance(6, k=3)
+    c, _ = solve_exact(q, metric)
+    result = alternating(q, metric, 50, (q / c[:, None], c), iterations=5)
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(result.objectives, result.objectives[1:]))
+    assert check_privacy(result.transformed, metric).ok

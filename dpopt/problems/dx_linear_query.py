@@ -1,0 +1,135 @@
+"""A d_X-private linear-query workload: n records over a universe of N elements, queries Q (K x N)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from dpopt.dx.metric import DXMetric
+from dpopt.validation import check_int, fail
+
+__all__ = ["DXLinearQuery", "metric_from_spec", "METRIC_TYPES"]
+
+KIND = "dx_linear_query"
+
+#: metric type -> the fields its table takes
+METRIC_TYPES: dict[str, tuple[str, ...]] = {
+    "uniform": ("epsilon",),
+    "euclidean": ("coordinates", "epsilon"),
+    "attribute": ("records", "budgets", "form"),
+    "heterogeneous": ("epsilons",),
+    "dates": ("values", "epsilon", "period"),
+    "blowfish": ("coordinates", "epsilon", "threshold"),
+    "smooth": ("coordinates", "epsilon", "threshold"),
+    "graph": ("edges",),
+    "matrix": ("values", "closure"),
+    "csv": ("path", "closure"),
+}
+
+
+def metric_from_spec(spec: Any, size: int) -> DXMetric:
+    """Build a :class:`DXMetric` from a problem file's ``[metric]`` table."""
+    if isinstance(spec, DXMetric):
+        return spec
+    if not isinstance(spec, Mapping) or "type" not in spec:
+        raise fail("metric", KIND, "a DXMetric or a table with 'type' (" + ", ".join(METRIC_TYPES) + ")", spec)
+    kind = spec["type"]
+    if kind not in METRIC_TYPES:
+        raise fail("metric.type", KIND, "one of " + ", ".join(repr(k) for k in METRIC_TYPES), kind)
+    unknown = sorted(set(spec) - {"type", *METRIC_TYPES[kind]})
+    if unknown:
+        raise fail(f"metric.{unknown[0]}", KIND, f"absent: a {kind} metric takes " + ", ".join(METRIC_TYPES[kind]), spec[unknown[0]])
+    get = spec.get
+    if kind == "uniform":
+        return DXMetric.uniform(size, get("epsilon", 1.0))
+    if kind == "euclidean":
+        return DXMetric.euclidean(get("coordinates"), get("epsilon", 1.0))
+    if kind == "attribute":
+        return DXMetric.attribute(get("records"), get("budgets"), form=get("form", "min"))
+    if kind == "heterogeneous":
+        return DXMetric.heterogeneous(get("epsilons"))
+    if kind == "dates":
+        return DXMetric.scaled_dates(get("values"), get("epsilon", 1.0), get("period", 1.0))
+    if kind in ("blowfish", "smooth"):
+        build = DXMetric.blowfish if kind == "blowfish" else DXMetric.smooth
+        return build(get("coordinates"), get("epsilon", 1.0), get("threshold"))
+    if kind == "graph":
+        return DXMetric.graph(size, get("edges"))
+    if kind == "matrix":
+        return DXMetric(np.asarray(get("values"), dtype=float), closure=bool(get("closure", False)))
+    return DXMetric.from_csv(str(get("path")), closure=bool(get("closure", False)))
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class DXLinearQuery:
+    """Choose noise scales c and a transformed workload Q' for d_X-private release.
+
+    Parameters
+    ----------
+    n : int
+        Number of records (the surrogate's bias term grows with n^2).
+    query : sequence
+        N numbers (one query) or K lists of N numbers.
+    metric : DXMetric or dict
+        d_X on the N elements (see :data:`METRIC_TYPES`).
+    histogram : sequence of int, optional
+        The records' counts per element (sum n), used by ``sample``.
+    """
+
+    n: int
+    query: Any
+    metric: Any
+    histogram: Any = None
+    matrix: np.ndarray = field(init=False, repr=False)
+
+    kind = KIND
+
+    def __post_init__(self) -> None:
+        n = check_int(self.n, "n", KIND, low=1)
+        q = np.atleast_2d(np.asarray(self.query, dtype=float)) if not isinstance(self.query, str) else None
+        if q is None or q.ndim != 2 or q.shape[1] < 2 or not np.isfinite(q).all():
+            raise fail("query", KIND, "N >= 2 finite numbers, or K lists of them", self.query)
+        metric = metric_from_spec(self.metric, q.shape[1])
+        if metric.size != q.shape[1]:
+            raise fail("query", KIND, f"rows of N = {metric.size} numbers (the metric's size)", q.shape)
+        if self.histogram is not None:
+            h = np.asarray(self.histogram, dtype=float)
+            if h.shape != (metric.size,) or (h < 0).any() or np.any(h != np.round(h)) or h.sum() != n:
+                raise fail("histogram", KIND, f"{metric.size} non-negative integer counts summing to n = {n}", self.histogram)
+            object.__setattr__(self, "histogram", h.astype(int))
+        q.setflags(write=False)
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "matrix", q)
+        object.__setattr__(self, "metric", metric)
+
+    @property
+    def queries(self) -> int:
+        """K."""
+        return self.matrix.shape[0]
+
+    @property
+    def epsilon(self) -> float:
+        """The plain-DP budget the paper compares against: ``min_{i != j} d_X(i, j)``."""
+        i, j = np.triu_indices(self.metric.size, 1)
+        return float(self.metric.matrix[i, j].min())
+
+    @property
+    def alpha(self) -> float:
+        return math.exp(-self.epsilon)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": KIND,
+            "n": self.n,
+            "query": self.matrix.tolist(),
+            "metric": {"type": "matrix", "values": np.where(np.isinf(self.metric.matrix), 1e308, self.metric.matrix).tolist()},
+        }
+        if self.histogram is not None:
+            data["histogram"] = self.histogram.tolist()
+        return data
+
+    def __repr__(self) -> str:
+        return f"DXLinearQuery(n={self.n}, K={self.queries}, N={self.metric.size})"

@@ -1,0 +1,27 @@
+"""The experiment functions, on small sizes (the notebook runs the paper's)."""
+
+import numpy as np
+
+from dpopt.dx.experiments import blowfish_sweep, multi_query_sweep, single_query_improvements, synthetic_universe, us_cities, us_cities_experiment
+from dpopt.dx.metric import DXMetric
+
+
+def test_synthetic_and_sweeps_return_frames():
+    coords, hist = synthetic_universe(size=15, records=300, seed=1)
+    assert hist.sum() == 300
+    metric = DXMetric.euclidean(coords)
+    single = single_query_improvements(metric, queries=5, exact=True)
+    assert (single["if_closed_form"] >= 1 - 1e-12).all()  # Euclidean on a uniform spread never loses to plain DP
+    sweep = multi_query_sweep(metric, ks=[1, 3], matrices=3, entries="binary")
+    means = sweep.groupby("method")["norm_c_squared"].mean()
+    assert means["exact"] <= min(means["strategy1"], means["strategy2"], means["psa"]) * (1 + 1e-6)
+    blow = blowfish_sweep(coords, thresholds=[4, 40], epsilons=[1.0], queries=5)
+    assert set(blow["metric"]) == {"blowfish", "smooth"}
+
+
+def test_us_cities_from_geonames():
+    cities = us_cities()
+    assert len(cities) == 841  # GeoNames cities15000 as shipped by geotext; the paper had 741
+    assert cities["elevation"].notna().all() and (cities["population"] > 50_000).all()
+    frame, elevation_if = us_cities_experiment(cities.iloc[:120], queries=5)
+    assert len(frame) == 5 and elevation_if > 1

@@ -1,0 +1,64 @@
+"""d_X Laplace, exponential and MWEM mechanisms: privacy checked before anything runs."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpopt.dx.evaluation import baseline_scale, empirical_rmse, improvement_factor
+from dpopt.dx.mechanisms import DXExponentialMechanism, DXLaplaceMechanism, dx_mwem
+from dpopt.dx.metric import DXMetric
+from dpopt.dx.scales import closed_form_scales
+from dpopt.validation import InvalidParameterError
+
+RNG = np.random.default_rng(0)
+METRIC = DXMetric.euclidean(RNG.uniform(0, 100, (20, 2)), 0.5)
+HIST = RNG.multinomial(500, np.full(20, 1 / 20))
+
+
+def test_laplace_release_is_unbiased_with_the_right_scale():
+    q = RNG.uniform(0, 1, (1, 20))
+    c = closed_form_scales(q, METRIC)
+    mech = DXLaplaceMechanism(q / c[:, None], c, METRIC)
+    draws = mech.release(HIST, 20_000, rng=1)[:, 0] - float(q[0] @ HIST)
+    assert stats.kstest(draws, stats.laplace(scale=c[0]).cdf).pvalue > 1e-3
+    assert stats.kstest(draws, stats.laplace(scale=1.1 * c[0]).cdf).pvalue < 1e-6
+    assert empirical_rmse(mech, q, HIST, releases=20_000) == pytest.approx(np.sqrt(2) * c[0], rel=0.03)
+
+
+def test_laplace_refuses_a_non_private_pair():
+    q = RNG.uniform(0, 1, (1, 20))
+    c = closed_form_scales(q, METRIC)
+    with pytest.raises(InvalidParameterError, match="'transformed'"):
+        DXLaplaceMechanism(q / (0.9 * c[:, None]), 0.9 * c, METRIC)
+
+
+def test_improvement_factor_on_a_uniform_metric_is_one():
+    metric = DXMetric.uniform(20, 0.5)
+    q = RNG.uniform(0, 1, (1, 20))
+    assert improvement_factor(q, closed_form_scales(q, metric), metric) == pytest.approx(1.0)
+    assert baseline_scale(q, metric) == pytest.approx(np.ptp(q) / 0.5)
+
+
+def test_exponential_mechanism_checks_theorem_3():
+    utilities = RNG.uniform(0, 1, (4, 20))
+    smallest = DXExponentialMechanism.smallest_scale(utilities, METRIC)
+    mech = DXExponentialMechanism(utilities, smallest, METRIC)
+    p = mech.probabilities(HIST)
+    assert p.sum() == pytest.approx(1.0)
+    with pytest.raises(InvalidParameterError, match="'scale'"):
+        DXExponentialMechanism(utilities, 0.99 * smallest, METRIC)
+    # the d_X guarantee: moving one record from i to j changes log-probabilities by <= d_X(i, j)
+    moved = HIST.copy()
+    moved[0] -= 1
+    moved[7] += 1
+    assert np.abs(np.log(p) - np.log(mech.probabilities(moved))).max() <= METRIC.matrix[0, 7] * (1 + 1e-12)
+
+
+def test_mwem_runs_seeded_and_refuses_non_private_queries():
+    queries = RNG.uniform(0, 1, (10, 20))
+    queries = queries / np.array([closed_form_scales(r, METRIC)[0] for r in queries])[:, None]
+    a = dx_mwem(HIST, queries, METRIC, rounds=5, rng=3)
+    assert np.array_equal(a, dx_mwem(HIST, queries, METRIC, rounds=5, rng=3))
+    assert a.sum() == pytest.approx(HIST.sum())
+    with pytest.raises(InvalidParameterError, match="'queries'"):
+        dx_mwem(HIST, queries * 2, METRIC, rounds=5, rng=3)
