@@ -59,7 +59,9 @@ def test_export(capsys, tmp_path, suffix):
         (("solve", TABLE1, "--export", "out.xlsx"), "'export'"),
         (("sample", TABLE1, "--true-value", "9"), "'true_value'"),
         (("sample", TABLE1, "--true-value", "1", "--count", "0"), "'count'"),
-        (("sample", TABLE1, "--true-value", "x"), "invalid int value"),
+        (("sample", TABLE1, "--true-value", "x"), "invalid float value"),
+        (("sample", TABLE1, "--true-value", "1.5"), "'true-value'"),
+        (("sample", TABLE1), "'true-value'"),
         (("frobnicate",), "invalid choice"),
     ],
 )
