@@ -160,8 +160,18 @@ def exact_scales(query: Any, metric: DXMetric, *, solver: str | None = None, red
     return solve_exact(query, metric, solver=solver, reduce=reduce)[0]
 
 
-def solve_exact(query: Any, metric: DXMetric, *, solver: str | None = None, reduce: bool = True) -> tuple[np.ndarray, "PairReport"]:
-    """:func:`exact_scales` and the :class:`PairReport` of the pairs it used."""
+def solve_exact(
+    query: Any, metric: DXMetric, *, solver: str | None = None, reduce: bool = True, objective: str = "norm"
+) -> tuple[np.ndarray, "PairReport"]:
+    """:func:`exact_scales` and the :class:`PairReport` of the pairs it used.
+
+    ``objective="norm"`` minimises ``||c||^2`` (the surrogate with c Q' = Q);
+    ``objective="improvement"`` maximises the paper's improvement factor (the
+    geometric mean of ``baseline / c_k``), i.e. maximises ``sum_k log t_k`` with
+    ``t = 1/c`` -- concave, with the same linear constraints ``A t <= d``.
+    """
+    if objective not in ("norm", "improvement"):
+        raise fail("objective", OWNER, "'norm' or 'improvement'", objective)
     q = _workload(query, metric)
     diff, d, universe = _pairs_of(q, metric, essential_pairs(metric) if reduce else metric.pairs())
     used = diff.sum(axis=0) > 0
@@ -174,14 +184,25 @@ def solve_exact(query: Any, metric: DXMetric, *, solver: str | None = None, redu
 
     def solve(rows: np.ndarray) -> np.ndarray:
         s_var = cp.Variable(int(used.sum()), pos=True, name="s")
-        program = cp.Problem(cp.Minimize(cp.sum_squares(s_var)), [(a[rows] / unit) @ cp.inv_pos(s_var) <= d[rows]])
-        _run_conic(program, solver, "dx exact scales")
-        return unit * np.asarray(s_var.value, dtype=float)
+        if objective == "norm":
+            program = cp.Problem(cp.Minimize(cp.sum_squares(s_var)), [(a[rows] / unit) @ cp.inv_pos(s_var) <= d[rows]])
+            _run_conic(program, solver, "dx exact scales")
+            return unit * np.asarray(s_var.value, dtype=float)
+        # s is t * unit here: maximise the geometric mean of t (same optimum as sum log t,
+        # but second-order-cone representable: Clarabel's exponential cone stalled on
+        # these many nearly redundant rows)
+        program = cp.Problem(cp.Maximize(cp.geo_mean(s_var)), [(a[rows] / (unit * d[rows, None])) @ s_var <= 1.0])
+        _run_conic(program, solver, "dx exact improvement factor")
+        return unit / np.asarray(s_var.value, dtype=float)
 
     def ratios(scales: np.ndarray) -> np.ndarray:
         return (a / scales[None, :]).sum(axis=1) / d
 
-    start = nearest_pairs(metric, universe) if reduce else np.arange(len(d))
+    if reduce:
+        # each query's own tightest pair too, so every variable is constrained from the first round
+        start = np.union1d(nearest_pairs(metric, universe), np.argmax(a / d[:, None], axis=0))
+    else:
+        start = np.arange(len(d))
     scales, rows, rounds = _lazily(solve, ratios, start, len(d))
     worst = float(ratios(scales).max())
     c[used] = scales * worst if worst > 1 else scales
@@ -231,12 +252,15 @@ def _run_conic(program: cp.Problem, solver: str | None, owner: str) -> None:
     """
     try:
         run_program(program, solver=solver or "CLARABEL", owner=owner)
-    except SolverError:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "solution may be inaccurate": checked by the caller
-            program.solve(solver=solver or "CLARABEL")
+    except SolverError as exc:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "solution may be inaccurate": checked by the caller
+                program.solve(solver=solver or "CLARABEL")
+        except cp.error.SolverError:
+            raise exc from None
         if program.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-            raise
+            raise exc from None
 
 
 # -- Algorithm 3 --------------------------------------------------------------------

@@ -10,6 +10,7 @@ Laplace mechanism, and a certificate: the all-pairs check
 * ``closed_form`` (K = 1), ``strategy1``, ``strategy2``, ``psa`` (Algorithm 3) --
   the paper's routes with ``c Q' = Q``;
 * ``exact`` -- the exact minimum of ``||c||^2`` with ``c Q' = Q`` (convex program);
+* ``exact_improvement`` -- the exact maximum of the paper's improvement factor with ``c Q' = Q``;
 * ``exact_surrogate`` (K = 1) -- the exact optimum of (6) with q' free (a QP): the
   only route that is exact for the problem as stated, so ``auto`` takes it when it applies;
 * ``alternating`` -- block coordinate descent on (6) from the best of the above; ``auto``
@@ -143,3 +144,10 @@ def solve_alternating(problem: DXLinearQuery, solver: str | None, repair: bool) 
     result = alternating(problem.matrix, problem.metric, problem.n, start, solver=solver)
     return dx_solution(problem, result.transformed, result.scales, "alternating", solver=solver or "CLARABEL",
                        extra={"objective_per_iteration": list(result.objectives), **result.pairs.to_dict()})
+
+
+@register(KIND, "exact_improvement", exact=False, uses_solver=True, cost=lambda p: 50.0 * _size(p),
+          summary="exact maximum of the improvement factor (geometric mean) with c Q' = Q (convex in 1/c)")
+def solve_exact_improvement(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
+    c, report = solve_exact(problem.matrix, problem.metric, solver=solver, objective="improvement")
+    return dx_solution(problem, _transformed(problem, c), c, "exact_improvement", solver=solver or "CLARABEL", extra=report.to_dict())

@@ -61,12 +61,22 @@ def instances(draw):
 @given(instances())
 def test_every_route_is_private_and_exact_is_best(instance):
     q, metric = instance
-    routes = {"strategy1": strategy1_scales(q, metric), "strategy2": strategy2_scales(q, metric), "exact": exact_scales(q, metric)}
+    from dpopt.dx.scales import exact_surrogate, psa_scales
+
+    routes = {
+        "strategy1": strategy1_scales(q, metric),
+        "strategy2": strategy2_scales(q, metric),
+        "psa": psa_scales(q, metric).scales,
+        "exact": exact_scales(q, metric),
+    }
     for name, c in routes.items():
         scaled = np.divide(q, c[:, None], out=np.zeros_like(q), where=c[:, None] > 0)
         assert check_privacy(scaled, metric).ok, name
     best = np.sum(routes["exact"] ** 2)
-    assert best <= min(np.sum(routes["strategy1"] ** 2), np.sum(routes["strategy2"] ** 2)) * (1 + 1e-6)
+    assert best <= min(np.sum(c**2) for c in routes.values()) * (1 + 1e-6)
+    if q.shape[0] == 1 and np.ptp(q) > 0:
+        transformed, _, _ = exact_surrogate(q, metric, 100)
+        assert check_privacy(transformed, metric).ok
 
 
 def test_privacy_check_reports_the_worst_pair():
@@ -153,3 +163,18 @@ def test_alternating_never_increases_the_objective():
     result = alternating(q, metric, 50, (q / c[:, None], c), iterations=5)
     assert all(b <= a * (1 + 1e-12) for a, b in zip(result.objectives, result.objectives[1:]))
     assert check_privacy(result.transformed, metric).ok
+
+
+@given(instances())
+def test_exact_improvement_factor_is_at_least_every_strategys(instance):
+    from dpopt.dx.evaluation import improvement_factor
+    from dpopt.dx.scales import psa_scales, solve_exact
+
+    q, metric = instance
+    if np.ptp(q, axis=1).min() == 0:
+        return  # a constant row needs no noise; the IF leaves it out
+    best, _ = solve_exact(q, metric, objective="improvement")
+    assert check_privacy(q / best[:, None], metric).ok
+    ours = improvement_factor(q, best, metric)
+    for c in (strategy1_scales(q, metric), strategy2_scales(q, metric), psa_scales(q, metric).scales):
+        assert ours >= improvement_factor(q, c, metric) * (1 - 1e-6)

@@ -1,0 +1,127 @@
+"""d_X-privacy at N = 841 (GeoNames US cities): all-pairs work and the exact optima.
+
+    python benchmarks/dx.py [--k 10] [--full-timeout 300]
+
+Prints one table. Rows:
+
+* ``closed_form x K`` and ``psa`` -- the vectorised all-pairs routes on a K x 841
+  workload (goal: <= 2 s), beside ``closed_form_python_loop``, the same closed form
+  as a Python loop over the 353,220 pairs, run in this process as the baseline
+  (``ratio`` = time / that baseline's time).
+* ``exact`` (multi-query, min ||c||^2 with c Q' = Q) and ``exact_surrogate`` (one
+  query, q' free) with pair reduction and lazy constraints (goal: <= 30 s each),
+  and the same programs on all pairs at once (in a child process, stopped after
+  ``--full-timeout`` seconds; ``inf`` = did not finish). ``ratio`` = reduced / full.
+
+Columns: seconds, peak MiB (tracemalloc or RSS growth, see benchmarks/count_query.py),
+pairs (total / essential after dropping implied pairs / used by the lazy loop),
+and the objective (||c||^2, or the surrogate value) so reduced and full can be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from count_query import measure  # same folder: one way to measure wall time and peak memory
+
+from dpopt.dx.experiments import us_cities
+from dpopt.dx.metric import DXMetric
+from dpopt.dx.scales import closed_form_scales, exact_surrogate, psa_scales, solve_exact, surrogate_objective
+
+RECORDS = 10_000
+
+
+def _metric() -> DXMetric:
+    cities = us_cities()
+    return DXMetric.euclidean(cities[["longitude", "latitude"]].to_numpy())
+
+
+def _closed_form_loop(q: np.ndarray, metric: DXMetric) -> float:
+    d = metric.matrix
+    best = 0.0
+    for i in range(metric.size):
+        for j in range(i + 1, metric.size):
+            best = max(best, abs(q[i] - q[j]) / d[i, j])
+    return best
+
+
+def _exact_child(which: str, q: np.ndarray, queue: multiprocessing.Queue) -> None:
+    metric = _metric()
+    if which == "exact":
+        (c, report), seconds, peak = measure(lambda: solve_exact(q, metric, reduce=False))
+        queue.put((seconds, peak, report.used, float(np.sum(c**2))))
+    else:
+        (transformed, c, report), seconds, peak = measure(lambda: exact_surrogate(q, metric, RECORDS, reduce=False))
+        queue.put((seconds, peak, report.used, surrogate_objective(transformed, c, q, RECORDS)))
+
+
+def _full_with_timeout(which: str, q: np.ndarray, timeout: float) -> tuple[float, float, int, float] | None:
+    queue: multiprocessing.Queue = multiprocessing.Queue()
+    child = multiprocessing.Process(target=_exact_child, args=(which, q, queue))
+    child.start()
+    child.join(timeout)
+    if child.is_alive():
+        child.terminate()
+        child.join()
+        return None
+    return queue.get() if not queue.empty() else None
+
+
+def benchmark(k: int, full_timeout: float) -> pd.DataFrame:
+    metric = _metric()
+    rng = np.random.default_rng(0)
+    workload = rng.uniform(0, 1, (k, metric.size))
+    single = workload[:1]
+    total = len(metric.pairs()[0])
+    rows: list[dict[str, Any]] = []
+
+    _, loop_s, loop_mb = measure(lambda: _closed_form_loop(single[0], metric))
+    rows.append({"route": "closed_form_python_loop (1 query)", "seconds": loop_s, "peak_MiB": loop_mb, "pairs_total": total, "baseline": "-"})
+    _, one_s, one_mb = measure(lambda: closed_form_scales(single, metric))
+    rows.append({"route": "closed_form (1 query)", "seconds": one_s, "peak_MiB": one_mb, "pairs_total": total, "ratio": one_s / loop_s, "baseline": "python loop"})
+    _, cf_s, cf_mb = measure(lambda: [closed_form_scales(row, metric) for row in workload])
+    rows.append({"route": f"closed_form x {k}", "seconds": cf_s, "peak_MiB": cf_mb, "pairs_total": total, "ratio": cf_s / loop_s, "baseline": "python loop"})
+    psa, psa_s, psa_mb = measure(lambda: psa_scales(workload, metric))
+    rows.append({"route": f"psa (K = {k})", "seconds": psa_s, "peak_MiB": psa_mb, "pairs_total": total, "ratio": psa_s / loop_s,
+                 "baseline": "python loop", "objective": float(np.sum(psa.scales**2))})
+
+    (c, report), ex_s, ex_mb = measure(lambda: solve_exact(workload, metric))
+    full = _full_with_timeout("exact", workload, full_timeout)
+    rows.append(_exact_row(f"exact (K = {k})", ex_s, ex_mb, report, float(np.sum(c**2)), full, full_timeout))
+    (transformed, c1, report1), su_s, su_mb = measure(lambda: exact_surrogate(single, metric, RECORDS))
+    full1 = _full_with_timeout("surrogate", single, full_timeout)
+    rows.append(_exact_row("exact_surrogate (1 query)", su_s, su_mb, report1, surrogate_objective(transformed, c1, single, RECORDS), full1, full_timeout))
+    return pd.DataFrame(rows).set_index("route")
+
+
+def _exact_row(name: str, seconds: float, peak: float, report: Any, objective: float, full: Any, timeout: float) -> dict[str, Any]:
+    row = {"route": name, "seconds": seconds, "peak_MiB": peak, "pairs_total": report.total, "pairs_essential": report.essential,
+           "pairs_used": report.used, "objective": objective, "baseline": "all pairs at once"}
+    if full is None:
+        row.update({"full_seconds": float("inf"), "ratio": 0.0, "note": f"all-pairs program did not finish in {timeout:g} s"})
+    else:
+        row.update({"full_seconds": full[0], "full_peak_MiB": full[1], "ratio": seconds / full[0], "full_objective": full[3],
+                    "objective_rel_diff": abs(objective - full[3]) / abs(full[3])})
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--full-timeout", type=float, default=300.0)
+    args = parser.parse_args()
+    pd.set_option("display.width", 220)
+    pd.set_option("display.max_columns", 20)
+    start = time.perf_counter()
+    table = benchmark(args.k, args.full_timeout)
+    print(table.to_string(float_format=lambda v: f"{v:.4g}"))
+    print(f"\n(total {time.perf_counter() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
