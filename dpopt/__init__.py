@@ -12,6 +12,7 @@ solver); closed forms are registered beside it as solver-free shortcuts.
 from dpopt.certificates import Certificate, certify, repair
 from dpopt.problems.calibration import Calibration
 from dpopt.problems.count_query import CountQuery
+from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.problems.multi_level import MultiLevelRelease
 from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.registry import compare, compare_table, methods_for, price_of_closed_form, solve
@@ -23,6 +24,7 @@ __all__ = [
     "Certificate",
     "CountQuery",
     "DPOptError",
+    "DXLinearQuery",
     "InvalidParameterError",
     "MultiLevelRelease",
     "NoiseAdding",
