@@ -25,3 +25,16 @@ def test_us_cities_from_geonames():
     assert cities["elevation"].notna().all() and (cities["population"] > 50_000).all()
     frame, elevation_if = us_cities_experiment(cities.iloc[:120], queries=5)
     assert len(frame) == 5 and elevation_if > 1
+
+
+def test_batched_closed_form_equals_the_one_query_route():
+    from dpopt.dx.evaluation import baseline_scale
+    from dpopt.dx.experiments import closed_form_batch
+    from dpopt.dx.scales import closed_form_scales
+
+    coords, _ = synthetic_universe(size=20, records=100, seed=3)
+    metric = DXMetric.euclidean(coords)
+    qs = np.random.default_rng(0).uniform(0, 1, (7, 20))
+    c, base = closed_form_batch(qs, metric, batch=3)
+    np.testing.assert_allclose(c, [closed_form_scales(q, metric)[0] for q in qs], rtol=1e-12)
+    np.testing.assert_allclose(base, [baseline_scale(q, metric) for q in qs], rtol=1e-12)

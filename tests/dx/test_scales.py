@@ -178,3 +178,15 @@ def test_exact_improvement_factor_is_at_least_every_strategys(instance):
     ours = improvement_factor(q, best, metric)
     for c in (strategy1_scales(q, metric), strategy2_scales(q, metric), psa_scales(q, metric).scales):
         assert ours >= improvement_factor(q, c, metric) * (1 - 1e-6)
+
+
+def test_reduction_never_changes_the_surrogate_optimum():
+    from dpopt.dx.scales import exact_surrogate, surrogate_objective
+
+    rng = np.random.default_rng(11)
+    coords = rng.uniform(0, 100, (25, 2))
+    for metric in (DXMetric.euclidean(coords, 0.3), DXMetric.blowfish(coords, 1.0, 35.0)):
+        q = rng.uniform(0, 1, (1, 25))
+        reduced = exact_surrogate(q, metric, 30, reduce=True)
+        full = exact_surrogate(q, metric, 30, reduce=False)
+        assert surrogate_objective(reduced[0], reduced[1], q, 30) == pytest.approx(surrogate_objective(full[0], full[1], q, 30), rel=1e-6)
