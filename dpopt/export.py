@@ -139,6 +139,9 @@ def _write_parameters(solution: Any, target: Path, meta: dict[str, Any]) -> None
     if suffix not in (".json", ".csv"):
         raise fail("export", "export", "a .json or .csv path for a parameter solution (no matrix to write)", str(target))
     params = {k: v for k, v in solution.parameters.items()}
+    transformed = solution.details.get("transformed")
+    if isinstance(transformed, np.ndarray):  # d_X: the file must carry Q' so it can be re-certified on read
+        params["transformed_query"] = transformed.tolist()
     if suffix == ".json":
         _commit([(target, lambda p: Path(p).write_text(json.dumps({**meta, "parameters": params})))])
         return
@@ -242,6 +245,10 @@ def read_solution(path: str | os.PathLike[str]) -> Any:
     file = Path(path)
     if file.suffix.lower() not in EXPORT_FORMATS or not file.exists():
         raise fail("path", "read_solution", "an existing file ending in " + ", ".join(EXPORT_FORMATS), str(path))
+    if file.suffix.lower() == ".json":
+        meta = json.loads(file.read_text())
+        if "parameters" in meta:
+            return _read_parameters(meta, file)
     table, meta = _read(file)
     problem = problem_from_dict(meta["problem"], origin=file.name)
     if "factored" in meta:
@@ -274,3 +281,33 @@ def read_solution(path: str | os.PathLike[str]) -> Any:
         details=details,
         sampler=sampler,
     )
+
+
+def _read_parameters(meta: dict[str, Any], file: Path) -> Any:
+    """A parameter solution (calibration, d_X scales) read back and re-certified.
+
+    A calibration is recomputed from its problem and must reproduce the exported
+    scale; d_X scales are checked against every pair of the metric. Either failure
+    refuses the file.
+    """
+    import dataclasses
+
+    from dpopt.problem_files import problem_from_dict
+    from dpopt.registry import solve
+
+    problem = problem_from_dict(meta["problem"], origin=file.name)
+    params = meta["parameters"]
+    summary = meta["summary"]
+    if problem.kind == "calibration":
+        fresh = solve(problem, summary["method"])
+        if not np.isclose(fresh.parameters["scale"], params["scale"], rtol=1e-9, atol=0.0):
+            raise DPOptError(f"{file}: the scale read ({params['scale']}) is not the calibration of its problem ({fresh.parameters['scale']}).")
+        return dataclasses.replace(fresh, seconds=summary["seconds"])
+    from dpopt.methods.dx_linear_query import dx_solution
+
+    transformed = np.asarray(params["transformed_query"], dtype=float)
+    scales = np.asarray(params["scales"], dtype=float)
+    solution = dx_solution(problem, transformed, scales, summary["method"], solver=summary["solver"])
+    if not solution.certificate.ok:
+        raise DPOptError(f"{file}: the scales read fail the d_X privacy check (worst ratio {solution.certificate.max_privacy_loss}).")
+    return dataclasses.replace(solution, seconds=summary["seconds"], exact=summary["exact"], status=summary["status"])

@@ -99,3 +99,28 @@ def test_factored_exports_are_sparse_and_dense_on_request(tmp_path, solution, su
     assert sparse_back.factored is not None and dense_back.factored is None
     assert sparse_back.factored.remap.nnz == solution.factored.remap.nnz
     np.testing.assert_allclose(sparse_back.mechanism.to_numpy(), dense_back.mechanism.to_numpy(), atol=1e-15)
+
+
+def test_parameter_solutions_round_trip_and_are_recertified(tmp_path):
+    from dpopt.problem_files import load_problem
+    from tests.conftest import PROBLEMS
+
+    cal = dpopt.solve(dpopt.Calibration(mechanism="gaussian_analytic", epsilon=0.5, delta=1e-5))
+    cal.export(str(tmp_path / "cal.json"))
+    back = read_solution(tmp_path / "cal.json")
+    assert back.parameters["scale"] == cal.parameters["scale"] and back.certificate.ok
+    data = json.loads((tmp_path / "cal.json").read_text())
+    data["parameters"]["scale"] *= 0.5  # an edited file: half the noise
+    (tmp_path / "edited.json").write_text(json.dumps(data))
+    with pytest.raises(DPOptError, match="not the calibration"):
+        read_solution(tmp_path / "edited.json")
+
+    dx = dpopt.solve(load_problem(PROBLEMS / "dx_example1.toml"), "psa")
+    dx.export(str(tmp_path / "dx.json"))
+    back = read_solution(tmp_path / "dx.json")
+    assert back.parameters["scales"] == dx.parameters["scales"] and back.certificate.ok
+    data = json.loads((tmp_path / "dx.json").read_text())
+    data["parameters"]["transformed_query"][0] = [2 * v for v in data["parameters"]["transformed_query"][0]]
+    (tmp_path / "dx_edited.json").write_text(json.dumps(data))
+    with pytest.raises(DPOptError, match="privacy check"):
+        read_solution(tmp_path / "dx_edited.json")
