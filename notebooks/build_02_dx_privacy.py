@@ -111,9 +111,6 @@ routes. The paper uses 100 matrices per $K$; we use 30 here to keep the notebook
 (`multi_query_sweep(..., matrices=100)` reproduces the full run).
 """)
 code(r"""
-from dpopt.dx.experiments import STRATEGIES
-
-STRATEGIES["exact_improvement"] = lambda q, m: solve_exact(q, m, objective="improvement")[0]
 sweeps = pd.concat([multi_query_sweep(metric, matrices=30, entries=e, seed=2) for e in ("uniform", "binary")])
 mean_if = sweeps.groupby(["entries", "K", "method"])["improvement_factor"].mean().unstack("method")
 fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=False)

@@ -18,7 +18,7 @@ cities: a different, larger set, so the IF values need not match the paper's.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,7 @@ from dpopt.dx.scales import (
     exact_scales,
     exact_surrogate,
     psa_scales,
+    solve_exact,
     strategy1_scales,
     strategy2_scales,
 )
@@ -53,6 +54,7 @@ STRATEGIES: dict[str, Callable[[Any, DXMetric], np.ndarray]] = {
     "strategy2": strategy2_scales,
     "psa": lambda q, m: psa_scales(q, m).scales,
     "exact": exact_scales,
+    "exact_improvement": lambda q, m: solve_exact(q, m, objective="improvement")[0],
 }
 
 
@@ -83,8 +85,14 @@ def single_query_improvements(metric: DXMetric, *, queries: int = 1000, records:
 
 
 def multi_query_sweep(metric: DXMetric, *, ks: Iterable[int] = range(1, 11), matrices: int = 100, entries: str = "uniform",
-                      seed: int = 2, progress: bool = False) -> pd.DataFrame:
-    """Fig. 2(c)/(d): for each K, random K x N matrices; IF and ||c||^2 of every strategy."""
+                      seed: int = 2, strategies: Mapping[str, Callable[[Any, DXMetric], np.ndarray]] | None = None,
+                      progress: bool = False) -> pd.DataFrame:
+    """Fig. 2(c)/(d): for each K, random K x N matrices; IF and ||c||^2 of every strategy.
+
+    ``strategies`` maps a name to ``scales(Q, metric)``; default :data:`STRATEGIES`
+    (Strategies 1-3 and both exact optima).
+    """
+    routes = STRATEGIES if strategies is None else strategies
     if entries not in ("uniform", "binary"):
         raise fail("entries", "multi_query_sweep", "'uniform' or 'binary'", entries)
     rng = np.random.default_rng(seed)
@@ -95,7 +103,7 @@ def multi_query_sweep(metric: DXMetric, *, ks: Iterable[int] = range(1, 11), mat
             q = rng.uniform(0, 1, (k, metric.size)) if entries == "uniform" else rng.integers(0, 2, (k, metric.size)).astype(float)
             if np.ptp(q, axis=1).min() == 0:
                 continue  # a constant row needs no noise; IF is undefined for it
-            for name, rule in STRATEGIES.items():
+            for name, rule in routes.items():
                 c = rule(q, metric)
                 rows.append({"K": k, "trial": trial, "entries": entries, "method": name,
                              "improvement_factor": improvement_factor(q, c, metric), "norm_c_squared": float(np.sum(c**2))})

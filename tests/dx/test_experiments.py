@@ -1,6 +1,7 @@
 """The experiment functions, on small sizes (the notebook runs the paper's)."""
 
 import numpy as np
+import pytest
 
 from dpopt.dx.experiments import blowfish_sweep, multi_query_sweep, single_query_improvements, synthetic_universe, us_cities, us_cities_experiment
 from dpopt.dx.metric import DXMetric
@@ -38,3 +39,16 @@ def test_batched_closed_form_equals_the_one_query_route():
     c, base = closed_form_batch(qs, metric, batch=3)
     np.testing.assert_allclose(c, [closed_form_scales(q, metric)[0] for q in qs], rtol=1e-12)
     np.testing.assert_allclose(base, [baseline_scale(q, metric) for q in qs], rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_full_section_4_2_sweep_exact_optima_dominate():
+    """Fig. 2(c)/(d) at the paper's size: 100 matrices per K, K = 1..10, both coefficient types."""
+    coords, _ = synthetic_universe(size=50, records=10_000, seed=0)
+    metric = DXMetric.euclidean(coords)
+    for entries in ("uniform", "binary"):
+        sweep = multi_query_sweep(metric, matrices=100, entries=entries, seed=2)
+        wide = sweep.pivot_table(index=["K", "trial"], columns="method", values=["improvement_factor", "norm_c_squared"])
+        others = ["strategy1", "strategy2", "psa"]
+        assert (wide["norm_c_squared"]["exact"].to_numpy()[:, None] <= wide["norm_c_squared"][others].to_numpy() * (1 + 1e-6)).all()
+        assert (wide["improvement_factor"]["exact_improvement"].to_numpy()[:, None] >= wide["improvement_factor"][others].to_numpy() * (1 - 1e-6)).all()
