@@ -288,7 +288,7 @@ def pdp_scale_monte_carlo(
         # c_j = sum_k C(p, j) |E_k|^(p-j) Delta_k^j for j = 1..p-1, per draw
         c = np.einsum("j,nkj->nj", coef, e[:, :, None] ** (order - j)[None, None, :] * deltas[None, :, None] ** j[None, None, :])
 
-        def excess(log_b: np.ndarray) -> np.ndarray:
+        def excess(log_b: np.ndarray, c: np.ndarray = c) -> np.ndarray:
             inv = np.exp(-log_b)[:, None]
             return np.sum(c * inv ** j[None, :], axis=1) + lp**order * inv[:, 0] ** order - eps
 

@@ -19,7 +19,6 @@ Laplace mechanism, and a certificate: the all-pairs check
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
 import numpy as np
@@ -28,7 +27,6 @@ from dpopt.certificates import Certificate
 from dpopt.dx.evaluation import improvement_factor
 from dpopt.dx.mechanisms import DXLaplaceMechanism
 from dpopt.dx.scales import (
-    PairReport,
     alternating,
     check_privacy,
     closed_form_scales,
