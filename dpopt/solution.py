@@ -111,7 +111,8 @@ class Solution:
         return self.problem.epsilon
 
     def with_timing(self, *, method: str, exact: bool, seconds: float) -> "Solution":
-        return dataclasses.replace(self, method=method, exact=exact, seconds=seconds)
+        """Record how the registry ran it; ``exact`` stays False if the method itself fell short."""
+        return dataclasses.replace(self, method=method, exact=exact and self.exact, seconds=seconds)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (the CLI's output): kind, method, solver, status, objective, ..."""

@@ -158,12 +158,13 @@ def solve_factored(problem: CountQuery, solver: str | None, repair: bool) -> Sol
     result = solve_by_column_generation(problem)
     cert = result.mechanism.certificate(problem.epsilon)
     losses = pd.Series(result.row_losses, index=pd.Index(problem.support, name="true"), name="expected_loss")
+    closed = result.within(GAP_TOLERANCE)
     return Solution(
         problem=problem,
         method="factored",
-        exact=True,
+        exact=closed,
         solver="HIGHS",
-        status="optimal" if result.within(GAP_TOLERANCE) else "gap_above_tolerance",
+        status="optimal" if closed else "gap_above_tolerance",
         seconds=0.0,
         objective=result.upper_bound,
         certificate=cert,
@@ -177,6 +178,7 @@ def solve_factored(problem: CountQuery, solver: str | None, repair: bool) -> Sol
             "rounds": result.rounds,
             "columns": result.columns,
             "remap_nonzeros": int(result.mechanism.remap.nnz),
+            **({"master_failure": result.master_failure} if result.master_failure else {}),
         },
     )
 

@@ -411,6 +411,9 @@ class ColumnGenerationResult:
         The last restricted master's optimum.
     row_losses : numpy.ndarray
         Exact expected loss of each i in S.
+    master_failure : str
+        Empty, or HiGHS's failure on a later master; the result is then the last
+        solved master's T, still private and certified by its bounds.
     """
 
     mechanism: FactoredMechanism
@@ -422,6 +425,7 @@ class ColumnGenerationResult:
     row_losses: np.ndarray
     seconds: float
     history: list[dict[str, float]]
+    master_failure: str = ""
 
     @property
     def gap(self) -> float:
@@ -633,7 +637,8 @@ def solve_by_column_generation(
     Raises
     ------
     SolverError
-        If HiGHS cannot solve a restricted master.
+        If HiGHS cannot solve the first restricted master (a later failure returns
+        the incumbent with its bounds and ``master_failure`` set).
     """
     tol = check_real(tolerance, "tolerance", "column generation", low=0.0, low_open=True)
     band = check_int(band, "band", "column generation", low=0)
@@ -659,8 +664,20 @@ def solve_by_column_generation(
 
     master.start_from_identity()
     strategy, refreshes = "primal", 0
+    incumbent: np.ndarray | None = None  # T values of the last master HiGHS solved
+    failure = ""
     for round_number in range(1, max_rounds + 1):
-        objective, values, duals = master.solve(strategy)
+        try:
+            objective, values, duals = master.solve(strategy)
+        except SolverError as exc:
+            if incumbent is None:
+                raise
+            # Every fallback failed on a later master (seen: squared loss, alpha = 0.9,
+            # n = 5000). The last solved master's T is still a valid remap: return it
+            # with its certified bounds instead of nothing.
+            failure = str(exc)
+            break
+        incumbent = values
         strategy = "primal"
         pricing = price(duals)
         record = {"round": round_number, "columns": len(master.t_rows), "master": objective, "lower": best_lower}
@@ -681,7 +698,10 @@ def solve_by_column_generation(
                 break
             refreshes += 1
             strategy = "ipm"
-    values = master.refined_values()
+    if failure:
+        values = np.concatenate([incumbent, np.zeros(len(master.t_rows) - incumbent.size)])  # columns added since: 0
+    else:
+        values = master.refined_values()
     mechanism = FactoredMechanism.from_remap(n, problem.alpha, master.remap(values))
     losses = mechanism.row_losses(problem.loss_rows, support)
     return ColumnGenerationResult(
@@ -694,4 +714,5 @@ def solve_by_column_generation(
         row_losses=losses,
         seconds=time.perf_counter() - start,
         history=history,
+        master_failure=failure,
     )

@@ -120,3 +120,32 @@ def test_bad_parameters():
     for kwargs in (dict(tolerance=0), dict(band=-1), dict(max_rounds=0)):
         with pytest.raises(dpopt.InvalidParameterError):
             solve_by_column_generation(problem, **kwargs)
+
+
+def test_a_later_master_failure_returns_the_certified_incumbent(monkeypatch):
+    import dpopt
+    from dpopt.programs import column_generation as cg
+    from dpopt.validation import SolverError
+
+    original = cg._Master.solve
+    calls = {"n": 0}
+
+    def failing(self, strategy="primal"):
+        calls["n"] += 1
+        if calls["n"] >= 2:
+            raise SolverError("HIGHS", "Not Set", "(test: simulated failure)")
+        return original(self, strategy)
+
+    monkeypatch.setattr(cg._Master, "solve", failing)
+    problem = dpopt.CountQuery(n=60, alpha=0.9, loss="squared")
+    solution = dpopt.solve(problem, "factored")
+    details = solution.details
+    assert "simulated failure" in details["master_failure"]
+    assert solution.certificate.ok
+    assert details["lower_bound"] <= details["upper_bound"] * (1 + 1e-12)
+    assert solution.objective == pytest.approx(details["upper_bound"])
+    if details["relative_gap"] > 1e-9:
+        assert solution.status == "gap_above_tolerance" and not solution.exact
+    monkeypatch.setattr(cg._Master, "solve", original)
+    exact = dpopt.solve(problem, "factored")
+    assert exact.objective <= solution.objective * (1 + 1e-12)  # the incumbent is never better than the optimum
