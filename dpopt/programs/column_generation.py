@@ -41,6 +41,7 @@ to the tolerance.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -59,6 +60,10 @@ from dpopt.validation import SolverError, check_int, check_real
 __all__ = ["ColumnGenerationResult", "solve_by_column_generation", "lagrangian_costs"]
 
 INF = highspy.kHighsInf
+#: Squared loss: besides each row's best column, add the NEARBY_WIDTH next integer offsets on
+#: each side of the convex cost's minimiser (n = 1000, alpha = 0.9: 8 -> 6 master rounds,
+#: 3.1 -> 2.5 s; wider bands add columns faster than they save rounds).
+NEARBY_WIDTH = 3
 
 
 # ---------------------------------------------------------------------------
@@ -275,6 +280,7 @@ class Pricing:
     row_min: np.ndarray
     row_argmin: np.ndarray
     master_min: np.ndarray
+    nearby: np.ndarray | None = None  # (n+1, w) further promising r' per row (squared loss)
 
     @property
     def lower_bound(self) -> float:
@@ -319,7 +325,10 @@ def _price_squared(problem: CountQuery, lam: np.ndarray, master: sparse.csr_arra
     rows = np.repeat(r, np.diff(master.indptr))
     t = master.indices - rows
     master_costs = g[rows] * (m2[rows] - 2 * m1[rows] * t + m0[rows] * t**2)
-    return _finish(master_costs, master, values[r, pick], (r + candidates[r, pick]).astype(int))
+    pricing = _finish(master_costs, master, values[r, pick], (r + candidates[r, pick]).astype(int))
+    steps = np.arange(1, NEARBY_WIDTH + 1)[None, :]
+    offsets = np.concatenate([candidates[:, :1] - steps, candidates, candidates[:, 1:] + steps], axis=1)
+    return dataclasses.replace(pricing, nearby=np.clip(r[:, None] + offsets, 0, n).astype(int))
 
 
 def _price_absolute(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pricing:
@@ -690,7 +699,11 @@ def solve_by_column_generation(
         scale = allowed / (n + 1)
         entering = pricing.row_min < pricing.master_min - scale
         rows = np.flatnonzero(entering)
-        if rows.size == 0 or master.add_remap_columns(rows, pricing.row_argmin[rows]) == 0:
+        added = master.add_remap_columns(rows, pricing.row_argmin[rows]) if rows.size else 0
+        if pricing.nearby is not None and rows.size:
+            extra = pricing.nearby[rows]
+            added += master.add_remap_columns(np.repeat(rows, extra.shape[1]), extra.ravel())
+        if rows.size == 0 or added == 0:
             # No column prices out, yet the bounds disagree: the simplex duals are off
             # (its updated factors drift along the recurrence chains). An interior-point
             # solve from scratch gives accurate multipliers; allow it twice.
