@@ -45,8 +45,7 @@ def samplers() -> dict[str, Callable[[int, int], Any]]:
     ladder = LadderMechanism(ladder=(1, 2, 4, 8), epsilon=1.0)
     from dpopt.mechanisms.integer_noise import PeriodicNoise
 
-    alpha = np.exp(-1.0)
-    geometric = PeriodicNoise(alpha ** np.abs(np.arange(-1, 2)) * (1 - alpha) / (1 + alpha), 1, alpha)
+    geometric = PeriodicNoise.geometric(1, float(np.exp(-1.0)))
     return {
         "laplace": lambda n, s: lap.sample(0.0, n, rng=s),
         "truncated_laplace": lambda n, s: trunc.sample(5.0, n, rng=s),

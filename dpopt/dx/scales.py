@@ -113,15 +113,9 @@ def check_privacy(transformed: Any, metric: DXMetric) -> PrivacyCheck:
 
 
 def _pair_differences(q: np.ndarray, metric: DXMetric) -> tuple[np.ndarray, np.ndarray]:
-    """``|Q_k,i - Q_k,j|`` (pairs x K) and ``d_X`` for the finite pairs that constrain anything."""
-    i, j = metric.pairs()
-    diff = np.abs(q[:, i] - q[:, j]).T
-    d = metric.matrix[i, j]
-    active = diff.sum(axis=1) > 0
-    if np.any(active & (d == 0)):
-        p = int(np.flatnonzero(active & (d == 0))[0])
-        raise fail("query", OWNER, f"equal on elements at distance 0 (elements {i[p]} and {j[p]} differ)", q)
-    return diff[active], d[active]
+    """``|Q_k,i - Q_k,j|`` (pairs x K) and ``d_X`` for every finite pair that constrains anything."""
+    diff, d, _ = _pairs_of(q, metric, metric.pairs())
+    return diff, d
 
 
 def closed_form_scales(query: Any, metric: DXMetric) -> np.ndarray:

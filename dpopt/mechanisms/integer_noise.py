@@ -71,6 +71,17 @@ class PeriodicNoise:
         if abs(self.total_mass() - 1.0) > 1e-9:
             raise fail("window", OWNER, "a window whose total mass with the tails is 1", self.total_mass())
 
+    @classmethod
+    def geometric(cls, period: int, decay: float, half_width: int | None = None) -> "PeriodicNoise":
+        """Two-sided geometric noise ``p(z) ~ decay^(|z| / period)`` on a window (default M = period).
+
+        For period 1 this is Gupte & Sundararajan's Definition 1 with alpha = decay.
+        """
+        m = period if half_width is None else half_width
+        c = decay ** (1.0 / period)
+        window = c ** np.abs(np.arange(-m, m + 1)).astype(float) * (1 - c) / (1 + c)
+        return cls(window, period, decay)
+
     # -- the window's last periods, which the tails repeat ---------------------------
     @property
     def _left_period(self) -> np.ndarray:

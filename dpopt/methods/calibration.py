@@ -63,10 +63,7 @@ def _truncated_error(mech: Any, true_value: float) -> float:
 
 def _geometric(problem: Calibration) -> tuple[Any, dict[str, Any], Certificate]:
     delta = int(problem.sensitivity)
-    c = problem.alpha ** (1.0 / delta)
-    m = delta
-    window = c ** np.abs(np.arange(-m, m + 1)).astype(float) * (1 - c) / (1 + c)
-    noise = PeriodicNoise(window, delta, problem.alpha)
+    noise = PeriodicNoise.geometric(delta, problem.alpha)
     cert = _certificate(noise.privacy_loss(), problem, "measured: two-sided geometric noise on all integers")
     scale = delta / problem.epsilon  # p(z) ~ exp(-|z| / b)
     return noise, {"scale": scale, "expected_absolute_error": noise.moment(1)}, cert

@@ -67,10 +67,7 @@ def noise_matrix(noise: PeriodicNoise, sensitivity: int) -> pd.DataFrame:
 
 def geometric_noise(problem: NoiseAdding) -> PeriodicNoise:
     """``p(z) ~ alpha^(|z| / Delta)`` on the problem's window (decays by alpha per Delta steps)."""
-    m, d = problem.window, problem.sensitivity
-    c = problem.alpha ** (1.0 / d)
-    window = c ** np.abs(np.arange(-m, m + 1)).astype(float) * (1 - c) / (1 + c)
-    return PeriodicNoise(window, d, problem.alpha)
+    return PeriodicNoise.geometric(problem.sensitivity, problem.alpha, problem.window)
 
 
 def rounded_laplace_noise(problem: NoiseAdding) -> PeriodicNoise:
