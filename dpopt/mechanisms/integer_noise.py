@@ -112,7 +112,7 @@ class PeriodicNoise:
         inner = left_mass + np.concatenate([[0.0], np.cumsum(self.window)])
         out = np.empty(v.shape, dtype=float)
         mid = (v >= -m - 1) & (v <= m)
-        out[mid] = inner[v[mid] + m + 1] if mid.any() else out[mid]
+        out[mid] = inner[v[mid] + m + 1]
         low = v < -m - 1
         out[low] = self._lower_tail(v[low])
         high = v > m

@@ -100,6 +100,17 @@ class LaplaceMechanism(AdditiveNoise):
         return self.sensitivity / self.scale
 
 
+def _validate_bounded(mechanism: Any) -> None:
+    """Validate sensitivity, epsilon and bounds of a bounded-domain Laplace mechanism in place."""
+    owner = mechanism.owner
+    delta = check_sensitivity(mechanism.sensitivity, owner)
+    object.__setattr__(mechanism, "sensitivity", delta)
+    object.__setattr__(mechanism, "epsilon", check_epsilon(mechanism.epsilon, owner))
+    lo, hi = _check_bounds(mechanism.lower, mechanism.upper, delta, owner)
+    object.__setattr__(mechanism, "lower", lo)
+    object.__setattr__(mechanism, "upper", hi)
+
+
 def _check_bounds(lower: Any, upper: Any, sensitivity: float, owner: str) -> tuple[float, float]:
     lo = check_real(lower, "lower", owner)
     hi = check_real(upper, "upper", owner)
@@ -137,14 +148,9 @@ class TruncatedLaplaceMechanism:
     owner = "truncated laplace mechanism"
 
     def __post_init__(self) -> None:
-        delta = check_sensitivity(self.sensitivity, self.owner)
-        object.__setattr__(self, "sensitivity", delta)
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, self.owner))
-        lo, hi = _check_bounds(self.lower, self.upper, delta, self.owner)
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
+        _validate_bounded(self)
         check_choice(self.calibration, "calibration", self.owner, ("exact", "liu"))
-        liu = 2.0 * delta / self.epsilon
+        liu = 2.0 * self.sensitivity / self.epsilon
         scale = liu if self.calibration == "liu" else self._exact_scale(liu)
         object.__setattr__(self, "scale", scale)
 
@@ -215,12 +221,7 @@ class ThresholdedLaplaceMechanism:
     owner = "thresholded laplace mechanism"
 
     def __post_init__(self) -> None:
-        delta = check_sensitivity(self.sensitivity, self.owner)
-        object.__setattr__(self, "sensitivity", delta)
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, self.owner))
-        lo, hi = _check_bounds(self.lower, self.upper, delta, self.owner)
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
+        _validate_bounded(self)
 
     @property
     def scale(self) -> float:

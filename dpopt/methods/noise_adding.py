@@ -23,7 +23,7 @@ from dpopt.certificates import Certificate
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.staircase import DiscreteStaircaseMechanism
 from dpopt.problems.noise_adding import NoiseAdding
-from dpopt.programs.noise_adding import build_noise_program, repair_window
+from dpopt.programs.noise_adding import build_noise_program, mass_vector, repair_window
 from dpopt.registry import register
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution, mechanism_frame
@@ -105,9 +105,11 @@ def _closed_form(problem: NoiseAdding, noise: PeriodicNoise, method: str) -> Sol
 def solve_lp(problem: NoiseAdding, solver: str | None, repair: bool) -> Solution:
     program, p = build_noise_program(problem)
     info = run_program(program, solver=solver, owner="noise_adding lp")
-    window, weight = repair_window(p.value, problem) if repair else (np.clip(p.value, 0.0, None), 0.0)
-    if not repair:
-        window = window / (window.sum() + (window[: problem.sensitivity].sum() + window[-problem.sensitivity :].sum()) * problem.alpha / (1 - problem.alpha))
+    if repair:
+        window, weight = repair_window(p.value, problem)
+    else:  # clip and normalise only; the certificate reports whatever remains
+        window, weight = np.clip(p.value, 0.0, None), 0.0
+        window = window / (mass_vector(problem.window, problem.sensitivity, problem.alpha) @ window)
     noise = PeriodicNoise(window, problem.sensitivity, problem.alpha)
     solution = _solution(
         problem, noise, certify_noise(noise, problem.epsilon, mixing_weight=weight),
