@@ -109,10 +109,10 @@ def _direct_lp_child(n: int, alpha: float, loss: str, queue: multiprocessing.Que
     queue.put((solution.details["solver_objective"], seconds, peak))
 
 
-def _direct_lp_with_timeout(n: int, alpha: float, loss: str, timeout: float) -> tuple[float, float, float] | None:
-    """The direct GS LP in a child process (so a run past ``timeout`` seconds can be stopped)."""
+def run_with_timeout(target: Callable[..., None], args: tuple[Any, ...], timeout: float) -> Any:
+    """Run ``target(*args, queue)`` in a child process; its queued result, or None past ``timeout`` s."""
     queue: multiprocessing.Queue = multiprocessing.Queue()
-    child = multiprocessing.Process(target=_direct_lp_child, args=(n, alpha, loss, queue))
+    child = multiprocessing.Process(target=target, args=(*args, queue))
     child.start()
     child.join(timeout)
     if child.is_alive():
@@ -120,6 +120,11 @@ def _direct_lp_with_timeout(n: int, alpha: float, loss: str, timeout: float) -> 
         child.join()
         return None
     return queue.get() if not queue.empty() else None
+
+
+def _direct_lp_with_timeout(n: int, alpha: float, loss: str, timeout: float) -> tuple[float, float, float] | None:
+    """The direct GS LP in a child process (so a run past ``timeout`` seconds can be stopped)."""
+    return run_with_timeout(_direct_lp_child, (n, alpha, loss), timeout)
 
 
 def scale_benchmark(

@@ -21,13 +21,12 @@ and the objective (||c||^2, or the surrogate value) so reduced and full can be c
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from count_query import measure  # same folder: one way to measure wall time and peak memory
+from count_query import measure, run_with_timeout  # same folder: one way to measure and time out
 
 from dpopt.dx.experiments import us_cities
 from dpopt.dx.metric import DXMetric
@@ -50,7 +49,7 @@ def _closed_form_loop(q: np.ndarray, metric: DXMetric) -> float:
     return best
 
 
-def _exact_child(which: str, q: np.ndarray, queue: multiprocessing.Queue) -> None:
+def _exact_child(which: str, q: np.ndarray, queue: Any) -> None:
     metric = _metric()
     if which == "exact":
         (c, report), seconds, peak = measure(lambda: solve_exact(q, metric, reduce=False))
@@ -61,15 +60,7 @@ def _exact_child(which: str, q: np.ndarray, queue: multiprocessing.Queue) -> Non
 
 
 def _full_with_timeout(which: str, q: np.ndarray, timeout: float) -> tuple[float, float, int, float] | None:
-    queue: multiprocessing.Queue = multiprocessing.Queue()
-    child = multiprocessing.Process(target=_exact_child, args=(which, q, queue))
-    child.start()
-    child.join(timeout)
-    if child.is_alive():
-        child.terminate()
-        child.join()
-        return None
-    return queue.get() if not queue.empty() else None
+    return run_with_timeout(_exact_child, (which, q), timeout)
 
 
 def benchmark(k: int, full_timeout: float) -> pd.DataFrame:
