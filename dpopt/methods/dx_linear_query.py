@@ -68,10 +68,13 @@ def dx_solution(problem: DXLinearQuery, transformed: np.ndarray, scales: np.ndar
         check.worst_ratio, 1.0, (check.worst_pair[0], check.worst_pair[1], 0), 0.0, 0.0,
         method=f"measured: max ||Q'_:i - Q'_:j||_1 / d_X(i, j) over all {check.pairs_checked} pairs (target 1)",
     )
-    mechanism = DXLaplaceMechanism(transformed, scales, problem.metric) if check.ok else None
+    # built lazily: the mechanism re-checks every pair itself, which only a release needs
+    mechanism: list[DXLaplaceMechanism] = []
 
     def sampler(histogram: Any, count: int, source: RandomSource) -> np.ndarray:
-        return mechanism.release(problem.histogram if histogram is None else histogram, count, rng=source)
+        if not mechanism:
+            mechanism.append(DXLaplaceMechanism(transformed, scales, problem.metric))
+        return mechanism[0].release(problem.histogram if histogram is None else histogram, count, rng=source)
 
     parameters: dict[str, Any] = {
         "scales": [float(v) for v in scales],
