@@ -9,6 +9,9 @@ GS LP (for n <= --lp-limit, in a child process stopped after 300 s: ``inf`` seco
 means it did not finish; it takes ~1 min at n = 200 and grows like n^3) beside the
 column-generation route (``factored``), their time and memory ratios, the LP's
 objective relative to the factored one, and the factored route's certified bound gap.
+``--losses`` also takes user tables (``table_power`` = |i - r|^1.5, ``table_capped`` =
+min(|i - r|, 10), ``table_random`` = a seeded random monotone table), which the
+factored route solves with dense master columns.
 
 Prints one row per n: wall seconds and peak memory growth (the larger of the
 tracemalloc peak and the sampled growth of resident memory, which includes the
@@ -29,9 +32,34 @@ import time
 import tracemalloc
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 
 import dpopt
+
+
+def _random_monotone_table(n: int, seed: int = 0) -> np.ndarray:
+    """Row i rises by random steps in [0, 3) per unit of |i - r|; each side takes a value in the step."""
+    rng = np.random.default_rng(seed)
+    levels = np.cumsum(rng.uniform(0.0, 3.0, (n + 1, n + 2)), axis=1)
+    distance = np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :])
+    low = np.take_along_axis(levels, distance, axis=1)
+    high = np.take_along_axis(levels, distance + 1, axis=1)
+    return low + rng.random((n + 1, n + 1)) * (high - low)
+
+
+#: User loss tables of the benchmark (dense master columns): smooth, flat beyond a cap, random.
+TABLE_LOSSES: dict[str, Callable[[int], np.ndarray]] = {
+    "table_power": lambda n: np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :]) ** 1.5,
+    "table_capped": lambda n: np.minimum(np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :]), 10.0),
+    "table_random": _random_monotone_table,
+}
+
+
+def benchmark_problem(n: int, alpha: float, loss: str) -> dpopt.CountQuery:
+    """The count query of one benchmark cell; ``loss`` is a named loss or a key of TABLE_LOSSES."""
+    spec = TABLE_LOSSES[loss](n) if loss in TABLE_LOSSES else loss
+    return dpopt.CountQuery(n=n, alpha=alpha, loss=spec)
 
 
 def _rss_bytes() -> int:
@@ -103,8 +131,8 @@ def benchmark(sizes: list[int], alpha: float, loss: str) -> pd.DataFrame:
 
 
 def _direct_lp_child(n: int, alpha: float, loss: str, queue: multiprocessing.Queue) -> None:
-    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss)
-    dpopt.solve(dpopt.CountQuery(n=5, alpha=alpha, loss=loss), "lp")  # warm-up, as in the parent
+    problem = benchmark_problem(n, alpha, loss)
+    dpopt.solve(benchmark_problem(5, alpha, loss), "lp")  # warm-up, as in the parent
     solution, seconds, peak = measure(lambda: dpopt.solve(problem, "lp"))
     queue.put((solution.details["solver_objective"], seconds, peak))
 
@@ -135,7 +163,7 @@ def scale_benchmark(
     for loss in losses:
         for alpha in alphas:
             for n in sizes:
-                problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss)
+                problem = benchmark_problem(n, alpha, loss)
                 try:
                     fast, fast_s, fast_mb = measure(lambda: dpopt.solve(problem, "factored"))
                 except dpopt.SolverError as exc:
@@ -170,7 +198,10 @@ def main() -> None:
     parser.add_argument("--loss", default="absolute")
     parser.add_argument("--scale", action="store_true", help="the large-n table (issue 3)")
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.1, 0.5, 0.9])
-    parser.add_argument("--losses", nargs="+", default=["absolute", "squared", "zero_one"])
+    parser.add_argument(
+        "--losses", nargs="+", default=["absolute", "squared", "zero_one"],
+        help=f"named losses or user tables: {', '.join(TABLE_LOSSES)}",
+    )
     parser.add_argument("--lp-limit", type=int, default=200)
     args = parser.parse_args()
     if args.scale:

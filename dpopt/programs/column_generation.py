@@ -25,7 +25,8 @@ Write ``G[i, r] = g_r alpha^|i-r|`` and ``t = r' - r`` for column ``(r, r')``.
   ``r' < i < r``) on the loss rows between r and r' only. Near-diagonal columns have
   3 + |t| non-zeros.
 * **zero-one loss**: ``E_i = 1 - sum_r G[i, r] T[r, i]``: 2 non-zeros per column.
-* **any other monotone loss** (a user table): dense columns ``G[i, r] l(i, r')``.
+* **any other monotone loss** (a user table): dense columns ``G[i, r] (l(i, r') - l(i, r))``
+  (the diagonal's loss moved to the right-hand side by the convexity row).
 
 Pricing and bounds
 ------------------

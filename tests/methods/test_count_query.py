@@ -57,3 +57,14 @@ def test_optimal_interaction_of_a_non_square_mechanism():
     result = optimal_interaction(problem, y)
     assert result.details["remap"].shape == (5, 4) and result.certificate.ok
     assert result.objective == pytest.approx(dpopt.solve(problem, "lp").objective, rel=1e-8)
+
+
+def test_auto_solves_a_user_table_by_column_generation_and_matches_the_lp():
+    n = 30
+    distance = np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :])
+    problem = dpopt.CountQuery(n=n, alpha=0.8, loss=np.minimum(distance, 5.0) ** 1.5, side_information={"lower": 3, "upper": 25})
+    chosen = dpopt.solve(problem)
+    assert chosen.method == "factored" and chosen.exact
+    lp = dpopt.solve(problem, "lp")
+    assert abs(chosen.objective - lp.objective) <= 1e-9 * lp.objective
+    assert chosen.details["lower_bound"] <= lp.objective + 1e-9 * lp.objective
