@@ -38,6 +38,14 @@ validity. The upper bound is the exact worst-case loss of the returned mechanism
 (T clipped and renormalised; private by construction). Column ``(r, r')`` enters when
 ``C[r, r'] < min over master columns of row r``. The loop stops when the bounds agree
 to the tolerance.
+
+Accuracy
+--------
+HiGHS's primal values and duals are only as good as its tolerances on the *scaled*
+master (rows missed by up to 4e-7, bounds left ~1e-10 short). The returned T is
+therefore recomputed from HiGHS's optimal basis with SuperLU (``B x_B = b``), and,
+when the bounds are close, so are the duals (``B^T y = c_B``); see
+:meth:`_Master.basic_solution`.
 """
 
 from __future__ import annotations

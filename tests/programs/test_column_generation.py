@@ -156,3 +156,25 @@ def test_a_later_master_failure_returns_the_certified_incumbent(monkeypatch):
     monkeypatch.setattr(cg._Master, "solve", original)
     exact = dpopt.solve(problem, "factored")
     assert exact.objective <= solution.objective * (1 + 1e-12)  # the incumbent is never better than the optimum
+
+
+@pytest.mark.parametrize("loss", NAMED + ["table"])
+def test_the_basis_solution_satisfies_the_master_and_matches_highs(loss):
+    """basic_solution re-solves B x_B = b and B^T y = c_B: rows hold to ~1e-12, duals agree with HiGHS."""
+    from dpopt.programs import column_generation as cg
+
+    n = 40
+    spec = _capped_table(n) if loss == "table" else loss
+    problem = dpopt.CountQuery(n=n, alpha=0.8, loss=spec, side_information={"lower": 2, "upper": 35})
+    master = cg._Master(_form_for(problem))
+    r = np.repeat(np.arange(n + 1), 3)
+    rp = np.clip(r + np.tile([-1, 0, 1], n + 1), 0, n)
+    master.add_remap_columns(r, rp)
+    master.start_from_identity()
+    _, highs_values, highs_duals = master.solve()
+    values, duals = master.basic_solution()
+    np.testing.assert_allclose(values, highs_values, atol=1e-7)
+    np.testing.assert_allclose(duals, highs_duals, atol=1e-7)
+    remap = master.remap(values).toarray()
+    np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-12)
+    assert remap.min() >= -1e-12
