@@ -326,6 +326,8 @@ def _price(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pr
         return _price_squared(problem, lam, master)
     if name == "absolute":
         return _price_absolute(problem, lam, master)
+    if name == "zero_one":
+        return _price_zero_one(problem, lam, master)
     return _price_dense(problem, lam, master)
 
 
@@ -401,25 +403,43 @@ def _price_absolute(problem: CountQuery, lam: np.ndarray, master: sparse.csr_arr
     return _finish(master_costs, master, row_min, row_argmin)
 
 
-def _price_dense(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pricing:
+def _price_zero_one(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pricing:
+    """``C[r, r'] = g_r (sum_i lambda_i alpha^|i-r| - lambda_r' alpha^|r-r'|)`` in O(n).
+
+    The row minimum needs ``max_r' lambda_r' alpha^|r-r'|``: the larger of a forward
+    and a backward max-plus sweep (``F_r = max(lambda_r, alpha F_(r-1))``), which carry
+    their argmax along. No (n+1)^2 matrix is formed.
+    """
     n, alpha, g = problem.n, problem.alpha, column_weights(problem.n, problem.alpha)
-    if problem.loss_name == "zero_one":
-        total = kernel_moments(lam, alpha, 0).total
-        rows = np.arange(n + 1)
-        costs = g[:, None] * (total[:, None] - lam[None, :] * alpha ** np.abs(rows[:, None] - rows[None, :]))
-    else:
-        weighted = lam[:, None] * problem.loss_matrix
-        forward = np.empty_like(weighted)
-        forward[0] = weighted[0]
-        for r in range(1, n + 1):
-            forward[r] = weighted[r] + alpha * forward[r - 1]
-        backward = weighted[n].copy()
-        costs = np.empty_like(weighted)
-        costs[n] = forward[n]
-        for r in range(n - 1, -1, -1):
-            backward = weighted[r] + alpha * backward
-            costs[r] = forward[r] + backward - weighted[r]
-        costs *= g[:, None]
+    total = kernel_moments(lam, alpha, 0).total
+    best, where = lam.tolist(), list(range(n + 1))  # plain lists: a scalar loop
+    for order, step in ((range(1, n + 1), -1), (range(n - 1, -1, -1), 1)):  # step: the swept neighbour
+        for r in order:
+            candidate = alpha * best[r + step]
+            if candidate > best[r]:
+                best[r], where[r] = candidate, where[r + step]
+    best, where = np.array(best), np.array(where)
+    rows_of = np.repeat(np.arange(n + 1), np.diff(master.indptr))
+    targets = master.indices
+    master_costs = g[rows_of] * (total[rows_of] - lam[targets] * alpha ** np.abs(rows_of - targets))
+    return _finish(master_costs, master, g * (total - best), where)
+
+
+def _price_dense(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pricing:
+    """A user table: ``C = diag(g) K (lambda * L)`` by a forward and a backward recurrence, O(n^2)."""
+    n, alpha, g = problem.n, problem.alpha, column_weights(problem.n, problem.alpha)
+    weighted = lam[:, None] * problem.loss_matrix
+    forward = np.empty_like(weighted)
+    forward[0] = weighted[0]
+    for r in range(1, n + 1):
+        forward[r] = weighted[r] + alpha * forward[r - 1]
+    backward = weighted[n].copy()
+    costs = np.empty_like(weighted)
+    costs[n] = forward[n]
+    for r in range(n - 1, -1, -1):
+        backward = weighted[r] + alpha * backward
+        costs[r] = forward[r] + backward - weighted[r]
+    costs *= g[:, None]
     argmin = np.argmin(costs, axis=1)
     rows_of = np.repeat(np.arange(n + 1), np.diff(master.indptr))
     return _finish(costs[rows_of, master.indices], master, costs[np.arange(n + 1), argmin], argmin)
