@@ -54,7 +54,7 @@ import dataclasses
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import highspy
 import numpy as np
@@ -107,7 +107,7 @@ class _Form(ABC):
     """How one loss family enters the restricted master (rows, auxiliary columns, T columns)."""
 
     identity_losses: np.ndarray  # E_i when T is the identity (the geometric mechanism)
-    highs_options: dict[str, float] = {}  # per-form HiGHS settings on top of HIGHS_OPTIONS
+    highs_options: ClassVar[dict[str, float]] = {}  # per-form HiGHS settings on top of HIGHS_OPTIONS
 
     def __init__(self, problem: CountQuery) -> None:
         self.problem = problem
@@ -265,8 +265,9 @@ class _DenseForm(_Form):
     ``c_i = sum_r G[i, r] l(i, r)``, moved to the right-hand side) keeps the entries
     small and zeroes them wherever the loss is flat (a capped loss far from r and r').
     Entries below :data:`DENSE_DROP` are left out of the master (HiGHS would drop them
-    anyway); that perturbs the master by at most that much per entry, never the certificate, since the upper
-    bound is the exact loss of the returned mechanism and pricing uses every entry.
+    anyway); that perturbs the master by at most that much per entry, never the
+    certificate, since the upper bound is the exact loss of the returned mechanism and
+    pricing uses every entry.
     """
 
     #: HiGHS scaling of these dense columns (entries from 1e-12 up) breaks its
