@@ -36,13 +36,14 @@ import numpy as np
 import pandas as pd
 
 import dpopt
+from dpopt.losses import loss_table
 
 
 def _random_monotone_table(n: int, seed: int = 0) -> np.ndarray:
     """Row i rises by random steps in [0, 3) per unit of |i - r|; each side takes a value in the step."""
     rng = np.random.default_rng(seed)
     levels = np.cumsum(rng.uniform(0.0, 3.0, (n + 1, n + 2)), axis=1)
-    distance = np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :])
+    distance = loss_table("absolute", n).astype(int)
     low = np.take_along_axis(levels, distance, axis=1)
     high = np.take_along_axis(levels, distance + 1, axis=1)
     return low + rng.random((n + 1, n + 1)) * (high - low)
@@ -50,8 +51,8 @@ def _random_monotone_table(n: int, seed: int = 0) -> np.ndarray:
 
 #: User loss tables of the benchmark (dense master columns): smooth, flat beyond a cap, random.
 TABLE_LOSSES: dict[str, Callable[[int], np.ndarray]] = {
-    "table_power": lambda n: np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :]) ** 1.5,
-    "table_capped": lambda n: np.minimum(np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :]), 10.0),
+    "table_power": lambda n: loss_table("absolute", n) ** 1.5,
+    "table_capped": lambda n: np.minimum(loss_table("absolute", n), 10.0),
     "table_random": _random_monotone_table,
 }
 

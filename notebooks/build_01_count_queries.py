@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 import dpopt
+from dpopt.losses import loss_table
 from dpopt.mechanisms.geometric import derivability, geometric_matrix
 from dpopt.problem_files import read_problem_file
 
@@ -202,7 +203,7 @@ tolerance.
 """)
 code(r"""
 n = 60
-distance = np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :])
+distance = loss_table("absolute", n)  # |i - r|
 weights = 1.0 + np.arange(n + 1)[:, None] / n
 own = dpopt.CountQuery(n=n, alpha=0.8, loss=weights * np.minimum(distance, 5.0) ** 1.5)
 fast, lp = dpopt.solve(own), dpopt.solve(own, "lp")

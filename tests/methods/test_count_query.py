@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 import dpopt
+from dpopt.losses import loss_table
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.methods.count_query import row_losses, worst_case_loss
 
@@ -61,7 +62,7 @@ def test_optimal_interaction_of_a_non_square_mechanism():
 
 def test_auto_solves_a_user_table_by_column_generation_and_matches_the_lp():
     n = 30
-    distance = np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :])
+    distance = loss_table("absolute", n)
     problem = dpopt.CountQuery(n=n, alpha=0.8, loss=np.minimum(distance, 5.0) ** 1.5, side_information={"lower": 3, "upper": 25})
     chosen = dpopt.solve(problem)
     assert chosen.method == "factored" and chosen.exact

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from scipy import sparse
 
 import dpopt
+from dpopt.losses import loss_table
 from dpopt.programs.column_generation import _form_for, _price, lagrangian_costs, solve_by_column_generation
 from tests.strategies import monotone_losses, side_information
 
@@ -184,7 +185,7 @@ def test_a_smooth_table_at_small_alpha_closes_its_gap():
     """Regression: with HiGHS's scaling these dense columns (entries down to 1e-12) stalled
     or stopped at a 1.1e-9 gap (n = 150, alpha = 0.1); the unscaled, offset master closes it."""
     n = 150
-    distance = np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :])
+    distance = loss_table("absolute", n)
     result = solve_by_column_generation(dpopt.CountQuery(n=n, alpha=0.1, loss=distance**1.5))
     assert result.within(1e-9) and not result.master_failure
     assert result.rounds <= 10
