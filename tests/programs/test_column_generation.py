@@ -1,5 +1,7 @@
 """The column-generation route against independent routes (GS LP, the x-space program)."""
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -8,7 +10,9 @@ from scipy import sparse
 
 import dpopt
 from dpopt.losses import loss_table
-from dpopt.programs.column_generation import _form_for, _price, lagrangian_costs, solve_by_column_generation
+from dpopt.mechanisms.geometric import geometric_matrix
+from dpopt.programs import column_generation as cg
+from dpopt.programs.column_generation import _form_for, solve_by_column_generation
 from tests.strategies import monotone_losses, side_information
 
 NAMED = ["absolute", "squared", "zero_one"]
@@ -38,10 +42,18 @@ def test_pricing_equals_the_dense_lagrangian_costs(case):
     lam = np.zeros(n + 1)
     lam[list(problem.support)] = rng.random(len(problem.support))
     lam /= lam.sum()
-    costs = lagrangian_costs(problem, lam)
+    # C[r, r'] = sum_i G[i, r] lambda_i l(i, r'), from the geometric matrix itself
+    costs = geometric_matrix(n, alpha).T @ (lam[:, None] * problem.loss_matrix)
     master = sparse.csr_array((rng.random((n + 1, n + 1)) < 0.4).astype(float))
-    pricing = _price(problem, lam, master)
     scale = np.abs(costs).max() + 1
+    for dense_up_to in (n, n - 1):  # the matrix product, then the recurrences and sweeps
+        with mock.patch.object(cg, "DENSE_PRICING_UP_TO", dense_up_to):
+            np.testing.assert_allclose(cg.lagrangian_costs(problem, lam), costs, atol=1e-12 * scale)
+            _check_pricing(cg._price(problem, lam, master), costs, master, scale)
+
+
+def _check_pricing(pricing, costs, master, scale):
+    n = costs.shape[0] - 1
     np.testing.assert_allclose(pricing.row_min, costs.min(axis=1), atol=1e-11 * scale)
     np.testing.assert_allclose(costs[np.arange(n + 1), pricing.row_argmin], costs.min(axis=1), atol=1e-11 * scale)
     in_master = np.where(master.toarray() > 0, costs, np.inf).min(axis=1)
@@ -63,7 +75,6 @@ def test_master_forms_reproduce_the_exact_row_losses(loss):
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss=spec, side_information=[0, 2, 5, 9])
     form = _form_for(problem)
     t = _random_remap(n, np.random.default_rng(1))
-    from dpopt.mechanisms.geometric import geometric_matrix
 
     exact = ((geometric_matrix(n, alpha) @ t) * problem.loss_matrix).sum(axis=1)[list(problem.support)]
     # solve the chain rows for the auxiliary variables given T, then read the loss rows
@@ -74,11 +85,10 @@ def test_master_forms_reproduce_the_exact_row_losses(loss):
     a_aux = np.zeros((len(form.row_lower), count))
     for j in range(count):
         a_aux[rows[starts[j] : ends[j]], j] = values[starts[j] : ends[j]]
-    rhs = np.zeros(len(form.row_lower))
-    for r in range(n + 1):
-        for rp in np.flatnonzero(t[r]):
-            entry_rows, entry_values = form.column(r, rp)
-            rhs[entry_rows] += entry_values * t[r, rp]
+    r, rp = np.nonzero(t)
+    t_starts, t_rows, t_values = form.columns(r, rp).arrays()
+    a_t = sparse.csc_array((t_values, t_rows, np.append(t_starts, t_rows.size)), shape=(len(form.row_lower), r.size))
+    rhs = a_t @ t[r, rp]
     chain_rows = np.setdiff1d(np.arange(len(form.row_lower)), np.concatenate([form.conv, form.loss]))
     if count:
         z = np.linalg.solve(a_aux[chain_rows], -rhs[chain_rows])
@@ -131,8 +141,6 @@ def test_bad_parameters():
 
 
 def test_a_later_master_failure_returns_the_certified_incumbent(monkeypatch):
-    import dpopt
-    from dpopt.programs import column_generation as cg
     from dpopt.validation import SolverError
 
     original = cg._Master.solve
@@ -162,7 +170,6 @@ def test_a_later_master_failure_returns_the_certified_incumbent(monkeypatch):
 @pytest.mark.parametrize("loss", NAMED + ["table"])
 def test_the_basis_solution_satisfies_the_master_and_matches_highs(loss):
     """basic_solution re-solves B x_B = b and B^T y = c_B: rows hold to ~1e-12, duals agree with HiGHS."""
-    from dpopt.programs import column_generation as cg
 
     n = 40
     spec = _capped_table(n) if loss == "table" else loss
