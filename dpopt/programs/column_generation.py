@@ -223,32 +223,38 @@ class _AbsoluteForm(_ChainForm):
 
 
 class _SquaredForm(_ChainForm):
+    """Four chains: P-/P+ of delta_r, and V-/V+ carrying ``-/+ 2 Q + U`` (one chain per side).
+
+    ``Q-`` and ``U-`` obey the same recurrence (ratio alpha), so only their combination
+    in the loss rows, ``V-_i = -2 Q-_i + U-_i``, needs a chain:
+    ``V-_i = alpha V-_(i-1) - 2 alpha P-_(i-1) + g_i s_i``; on the right
+    ``V+_i = 2 Q+_i + U+_i = alpha V+_(i+1) + 2 P+_i + alpha g_(i+1) s_(i+1)``.
+    Two chains fewer than Q and U apart: the master has 6(n+1) + |S| rows, not
+    8(n+1) + |S|, and every simplex iteration is cheaper.
+    """
+
     def __init__(self, problem: CountQuery) -> None:
         super().__init__(problem)
         self.p_left, self.p_right = self._chain_rows()
-        self.q_left, self.q_right = self._chain_rows()
-        self.u_left, self.u_right = self._chain_rows()
+        self.v_left, self.v_right = self._chain_rows()
         self.identity_losses = kernel_moments(self.g, self.alpha, 2).second
         self._loss_rows(self.identity_losses)
 
     def auxiliary(self) -> _Columns:
         size = self.n + 1
-        cols = _Columns(6 * size)
-        # P-_j also feeds Q-_{j+1} = alpha (Q-_j + P-_j); P+_j feeds Q+_j = alpha Q+_{j+1} + P+_j.
+        cols = _Columns(4 * size)
         p_left = self._chain(cols, 0, self.p_left, left=True)
-        cols.put(p_left[:-1], self.q_left[1:], -self.alpha)
+        cols.put(p_left[:-1], self.v_left[1:], 2.0 * self.alpha)
         p_right = self._chain(cols, size, self.p_right, left=False)
-        cols.put(p_right, self.q_right, -1.0)
-        self._loss_entries(cols, self._chain(cols, 2 * size, self.q_left, left=True), -2.0)
-        self._loss_entries(cols, self._chain(cols, 3 * size, self.q_right, left=False), 2.0)
-        self._loss_entries(cols, self._chain(cols, 4 * size, self.u_left, left=True), 1.0)
-        self._loss_entries(cols, self._chain(cols, 5 * size, self.u_right, left=False), 1.0)
+        cols.put(p_right, self.v_right, -2.0)
+        self._loss_entries(cols, self._chain(cols, 2 * size, self.v_left, left=True), 1.0)
+        self._loss_entries(cols, self._chain(cols, 3 * size, self.v_right, left=False), 1.0)
         return cols
 
     def _entries(self, cols: _Columns, index: np.ndarray, r: np.ndarray, rp: np.ndarray) -> None:
         t = (rp - r).astype(float)
         self._moment_entries(cols, index, r, t, self.p_left, self.p_right)
-        self._moment_entries(cols, index, r, t * t, self.u_left, self.u_right)
+        self._moment_entries(cols, index, r, t * t, self.v_left, self.v_right)
 
 
 class _ZeroOneForm(_Form):
