@@ -301,8 +301,9 @@ class _DenseForm(_Form):
     #: tolerances: n = 300, alpha = 0.1, loss |i - r|^1.5 ran > 60 s in every simplex
     #: variant; unscaled (and with the offset) it takes 0.15 s.
     highs_options = {"simplex_scale_strategy": 0}
-    #: Columns are built in blocks of about this many (column, support) pairs.
-    BLOCK_ENTRIES = 1 << 21
+    #: Columns are built in blocks of about this many (column, support) pairs (4 MB per
+    #: temporary array: building columns then costs less memory than pricing does).
+    BLOCK_ENTRIES = 1 << 19
 
     def __init__(self, problem: CountQuery) -> None:
         super().__init__(problem)
