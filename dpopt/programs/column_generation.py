@@ -603,7 +603,10 @@ class _Master:
     def add_remap_columns(self, rows: np.ndarray, targets: np.ndarray) -> int:
         """Add the columns of ``T[rows[k], targets[k]]`` not already in the master; returns how many."""
         keys = np.asarray(rows, dtype=np.int64) * (self.form.n + 1) + np.asarray(targets, dtype=np.int64)
-        keys = np.unique(keys)  # sorted; the order of columns in the master is immaterial
+        # sorted by (r, r'): HiGHS's pivot path depends on the column order; against the
+        # pricing order this measured faster for squared loss (n = 1000, alpha = 0.9: 1.5
+        # against 1.9 s) and slower for a random table (9.7 against 8.7 s of HiGHS time)
+        keys = np.unique(keys)
         keys = keys[~np.isin(keys, self.known, assume_unique=True)]
         if not keys.size:
             return 0
