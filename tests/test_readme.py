@@ -20,7 +20,8 @@ COMMANDS = [
 ]
 
 
-def test_python_examples_run():
+def test_python_examples_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # exported files land here, not in the checkout
     namespace: dict = {}
     exec("import dpopt\n" + "\n".join(PYTHON_BLOCKS), namespace)  # noqa: S102 - our own README
 
