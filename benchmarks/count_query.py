@@ -159,41 +159,36 @@ def _direct_lp_child(n: int, alpha: float, loss: str, queue: multiprocessing.Que
     queue.put(peak_mib(lambda: dpopt.solve(problem, "lp"))[1])
 
 
-def run_with_timeout(target: Callable[..., None], args: tuple[Any, ...], timeout: float) -> Any:
-    """Run ``target(*args, queue)`` in a child process; its queued result, or None past ``timeout`` s."""
+def run_with_timeout(target: Callable[..., None], args: tuple[Any, ...], timeout: float, *, messages: int = 1) -> list[Any] | None:
+    """Run ``target(*args, queue)`` in a child process and collect the first ``messages``
+    items it queues, waiting up to ``timeout`` seconds for each (a child still running
+    then is stopped). None if the first item is late; a later late item is None."""
     queue: multiprocessing.Queue = multiprocessing.Queue()
     child = multiprocessing.Process(target=target, args=(*args, queue))
     child.start()
-    child.join(timeout)
-    if child.is_alive():
-        child.terminate()
-        child.join()
-        return None
-    return queue.get() if not queue.empty() else None
+    received: list[Any] = []
+    try:
+        while len(received) < messages:
+            received.append(queue.get(timeout=timeout))
+    except queue_module.Empty:
+        pass
+    finally:
+        child.join(timeout=1.0)
+        if child.is_alive():
+            child.terminate()
+            child.join()
+    return received + [None] * (messages - len(received)) if received else None
 
 
 def _direct_lp_with_timeout(n: int, alpha: float, loss: str, timeout: float) -> tuple[float, float, float] | None:
-    """The direct GS LP in a child process, so that a run past ``timeout`` seconds can be stopped.
-
-    ``(objective, seconds, peak MiB)``, or None if the timed run did not finish within
-    ``timeout``; the memory run gets its own ``timeout`` (its peak is NaN past it).
-    """
-    queue: multiprocessing.Queue = multiprocessing.Queue()
-    child = multiprocessing.Process(target=_direct_lp_child, args=(n, alpha, loss, queue))
-    child.start()
-    try:
-        objective, seconds = queue.get(timeout=timeout)
-        try:
-            peak = queue.get(timeout=timeout)
-        except queue_module.Empty:
-            peak = float("nan")
-        return objective, seconds, peak
-    except queue_module.Empty:
+    """``(objective, seconds, peak MiB)`` of the direct GS LP in a child process, or None if
+    its timed run does not finish within ``timeout``; the memory run gets its own
+    ``timeout`` (its peak is NaN past it)."""
+    outcome = run_with_timeout(_direct_lp_child, (n, alpha, loss), timeout, messages=2)
+    if outcome is None:
         return None
-    finally:
-        if child.is_alive():
-            child.terminate()
-        child.join()
+    (objective, seconds), peak = outcome
+    return objective, seconds, float("nan") if peak is None else peak
 
 
 def scale_benchmark(

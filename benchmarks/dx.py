@@ -60,7 +60,8 @@ def _exact_child(which: str, q: np.ndarray, queue: Any) -> None:
 
 
 def _full_with_timeout(which: str, q: np.ndarray, timeout: float) -> tuple[float, float, int, float] | None:
-    return run_with_timeout(_exact_child, (which, q), timeout)
+    outcome = run_with_timeout(_exact_child, (which, q), timeout)
+    return None if outcome is None else outcome[0]
 
 
 def benchmark(k: int, full_timeout: float) -> pd.DataFrame:
