@@ -60,7 +60,6 @@ from typing import Any, Callable, ClassVar
 import highspy
 import numpy as np
 from scipy import sparse
-from scipy.linalg import toeplitz
 from scipy.sparse.linalg import splu
 
 from dpopt.mechanisms.factored import FactoredMechanism
@@ -354,34 +353,21 @@ class Pricing:
         return float(np.maximum(self.master_min - self.row_min, 0.0).sum())
 
 
-#: Up to this n, pricing forms the dense cost matrix with one matrix product (BLAS beats
-#: the O(n^2) recurrences and sweeps there: n = 200, 1 ms against 9 ms per round for
-#: absolute loss; at n = 1000, 40 ms against 50-90 ms); beyond it, the recurrences.
+#: Absolute loss is priced from the dense cost matrix up to this n (0.7 ms against 9 ms per
+#: round at n = 200) and by the sweeps of :func:`_price_absolute` beyond it, which form no
+#: (n+1)^2 arrays.
 DENSE_PRICING_UP_TO = 700
 
 
 def lagrangian_costs(problem: CountQuery, lam: np.ndarray) -> np.ndarray:
     """The dense (n+1)^2 matrix ``C = diag(g) K (lambda * L)``, ``K[r, i] = alpha^|r - i|``.
 
-    A matrix product up to :data:`DENSE_PRICING_UP_TO`; beyond it a forward and a
-    backward recurrence over rows (O(n^2), no (n+1)^2 kernel).
+    ``K (lambda * L)`` is the geometric-kernel sum of each column of ``lambda * L``
+    (:func:`~dpopt.programs.geometric_moments.kernel_moments`, two recurrences): O(n^2).
     """
-    n, alpha = problem.n, problem.alpha
     weighted = lam[:, None] * problem.loss_matrix
-    if n <= DENSE_PRICING_UP_TO:
-        costs = toeplitz(alpha ** np.arange(n + 1.0)) @ weighted  # K, from one row of powers
-    else:
-        forward = np.empty_like(weighted)
-        forward[0] = weighted[0]
-        for r in range(1, n + 1):
-            forward[r] = weighted[r] + alpha * forward[r - 1]
-        backward = weighted[n].copy()
-        costs = np.empty_like(weighted)
-        costs[n] = forward[n]
-        for r in range(n - 1, -1, -1):
-            backward = weighted[r] + alpha * backward
-            costs[r] = forward[r] + backward - weighted[r]
-    return column_weights(n, alpha)[:, None] * costs
+    costs = kernel_moments(weighted.T, problem.alpha, 0).total.T
+    return column_weights(problem.n, problem.alpha)[:, None] * costs
 
 
 def _price(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pricing:

@@ -66,8 +66,11 @@ def _one_side(w: np.ndarray, alpha: float, order: int) -> tuple[np.ndarray, ...]
 
 
 def kernel_moments(weights: np.ndarray, alpha: float, order: int = 2) -> KernelMoments:
-    """Forward and backward geometric-kernel moments of ``weights`` up to ``order`` (<= 2)."""
+    """Forward and backward geometric-kernel moments of ``weights`` up to ``order`` (<= 2).
+
+    ``weights`` may be a stack of sequences: the sums run along its last axis.
+    """
     w = np.asarray(weights, dtype=float)
     forward = _one_side(w, alpha, order)
-    backward = tuple(m[::-1] for m in _one_side(w[::-1], alpha, order))
+    backward = tuple(m[..., ::-1] for m in _one_side(w[..., ::-1], alpha, order))
     return KernelMoments(weights=w, forward=forward, backward=backward)

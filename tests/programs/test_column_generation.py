@@ -46,7 +46,7 @@ def test_pricing_equals_the_dense_lagrangian_costs(case):
     costs = geometric_matrix(n, alpha).T @ (lam[:, None] * problem.loss_matrix)
     master = sparse.csr_array((rng.random((n + 1, n + 1)) < 0.4).astype(float))
     scale = np.abs(costs).max() + 1
-    for dense_up_to in (n, n - 1):  # the matrix product, then the recurrences and sweeps
+    for dense_up_to in (n, n - 1):  # absolute loss: the dense costs, then the sweeps
         with mock.patch.object(cg, "DENSE_PRICING_UP_TO", dense_up_to):
             np.testing.assert_allclose(cg.lagrangian_costs(problem, lam), costs, atol=1e-12 * scale)
             _check_pricing(cg._price(problem, lam, master), costs, master, scale)
