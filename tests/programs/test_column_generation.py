@@ -63,8 +63,7 @@ def _check_pricing(pricing, costs, master, scale):
 
 def _capped_table(n: int) -> np.ndarray:
     """A monotone loss that is flat beyond distance 4 and differs from row to row."""
-    i = np.arange(n + 1)
-    return (1.0 + i[:, None] / n) * np.minimum(np.abs(i[None, :] - i[:, None]), 4.0) ** 1.5
+    return (1.0 + np.arange(n + 1)[:, None] / n) * np.minimum(loss_table("absolute", n), 4.0) ** 1.5
 
 
 @pytest.mark.parametrize("loss", NAMED + ["table"])
