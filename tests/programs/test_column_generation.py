@@ -187,6 +187,31 @@ def test_the_basis_solution_satisfies_the_master_and_matches_highs(loss):
     assert remap.min() >= -1e-12
 
 
+@pytest.mark.parametrize("loss", NAMED + ["table"])
+def test_the_kept_matrix_is_the_one_highs_solves(loss):
+    """basic_solution reads the master's own copy of the constraint matrix and costs."""
+    n = 12
+    spec = _capped_table(n) if loss == "table" else loss
+    master = cg._Master(_form_for(dpopt.CountQuery(n=n, alpha=0.3, loss=spec)))
+    master.add_remap_columns(np.arange(n + 1), np.arange(n + 1))
+    master.add_remap_columns(np.array([0, 5, 12]), np.array([3, 1, 7]))
+    lp = master.h.getLp()
+    highs = sparse.csc_array(
+        (np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_), np.asarray(lp.a_matrix_.start_)),
+        shape=(lp.num_row_, lp.num_col_),
+    )
+    matrix, costs = master.matrix()
+    np.testing.assert_array_equal(matrix.toarray(), highs.toarray())
+    np.testing.assert_array_equal(costs, np.asarray(lp.col_cost_))
+
+
+def test_the_start_is_the_middle_of_the_rows_tied_for_the_worst_loss():
+    support = np.array([0, 2, 3, 5, 8, 9])
+    losses = np.array([0.5, 1.0, 1.0 - 1e-15, 0.9, 1.0, 1.0])
+    assert cg._tight_row(support, losses) == 8  # tied: 2, 3, 8, 9 (3 within 1e-13)
+    assert cg._tight_row(support, np.array([0.5, 1.0, 0.9, 0.9, 0.8, 0.7])) == 2
+
+
 def test_a_smooth_table_at_small_alpha_closes_its_gap():
     """Regression: with HiGHS's scaling these dense columns (entries down to 1e-12) stalled
     or stopped at a 1.1e-9 gap (n = 150, alpha = 0.1); the unscaled, offset master closes it."""
