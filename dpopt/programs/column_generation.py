@@ -45,8 +45,17 @@ Accuracy
 HiGHS's primal values and duals are only as good as its tolerances on the *scaled*
 master (rows missed by up to 4e-7, bounds left ~1e-10 short). The returned T is
 therefore recomputed from HiGHS's optimal basis with SuperLU (``B x_B = b``), and,
-when the bounds are close, so are the duals (``B^T y = c_B``); see
-:meth:`_Master.basic_solution`.
+when the bounds are close (and always after the first master, which is often the
+last), so are the duals (``B^T y = c_B``); see :meth:`_Master.basic_solution`.
+HiGHS's dual tolerance is absolute, so an optimum below 1 is scaled up to about 1.
+
+Start
+-----
+The first master starts from the basis of T = I (feasible: the geometric mechanism)
+with d tight at the middle of the rows tied for the worst loss. The master is very
+degenerate, and HiGHS's pivot count depends on this start and on the initial band
+more than on n: measured per form, not derived (see :func:`_tight_row`,
+:meth:`_Form.initial_band`).
 """
 
 from __future__ import annotations
@@ -117,6 +126,9 @@ class _Form(ABC):
     """How one loss family enters the restricted master (rows, auxiliary columns, T columns)."""
 
     identity_losses: np.ndarray  # E_i when T is the identity (the geometric mechanism)
+    #: Start with d tight at the middle of the rows tied for the worst identity loss
+    #: (else the first of them); see :func:`_tight_row`.
+    MIDDLE_START: ClassVar[bool] = True
     highs_options: ClassVar[dict[str, float]] = {}  # per-form HiGHS settings on top of HIGHS_OPTIONS
 
     def __init__(self, problem: CountQuery) -> None:
@@ -258,6 +270,11 @@ class _SquaredForm(_ChainForm):
     Two chains fewer than Q and U apart: the master has 6(n+1) + |S| rows, not
     8(n+1) + |S|, and every simplex iteration is cheaper.
     """
+
+    #: The middle start made squared loss erratic (alpha = 0.5: n = 1000 0.29 -> 2.1 s,
+    #: n = 2000 1.0 -> 3.0 s in one run, faster in another); the first tied row measured
+    #: steadier.
+    MIDDLE_START = False
 
     def __init__(self, problem: CountQuery) -> None:
         super().__init__(problem)
@@ -661,7 +678,7 @@ class _Master:
         cols = [basic] * (self.auxiliary_count + 1)  # chains, then d
         cols += [basic if on_diagonal else lower for on_diagonal in (self.t_rows == self.t_cols).tolist()]
         rows = [lower] * len(form.row_lower)
-        worst = _tight_row(form.support, form.identity_losses[form.support])
+        worst = _tight_row(form.support, form.identity_losses[form.support], middle=form.MIDDLE_START)
         for i in form.support:
             rows[int(form.loss_at[i])] = upper if i == worst else basic
         basis = highspy.HighsBasis()
@@ -754,8 +771,8 @@ class _Master:
 TIE = 1e-13
 
 
-def _tight_row(support: np.ndarray, losses: np.ndarray) -> int:
-    """The middle one of the rows of ``support`` tied for the largest loss.
+def _tight_row(support: np.ndarray, losses: np.ndarray, *, middle: bool = True) -> int:
+    """The middle (or first) one of the rows of ``support`` tied for the largest loss.
 
     The optimal multipliers concentrate in the middle of the tied rows, and primal
     simplex from there needs far fewer degenerate pivots than from the first of them
@@ -764,7 +781,7 @@ def _tight_row(support: np.ndarray, losses: np.ndarray) -> int:
     """
     top = float(losses.max())
     tied = support[losses >= top - TIE * max(1.0, abs(top))]
-    return int(tied[tied.size // 2])
+    return int(tied[tied.size // 2] if middle else tied[0])
 
 
 def _refined_solve(factors: Any, system: sparse.csc_array, rhs: np.ndarray, steps: int, *, transpose: bool = False) -> np.ndarray:
