@@ -27,7 +27,7 @@ __all__ = ["ColumnLogValues", "FactoredMechanism"]
 BLOCK = 256
 
 
-def _ranks(sizes: np.ndarray) -> np.ndarray:
+def group_ranks(sizes: np.ndarray) -> np.ndarray:
     """``0, 1, .., sizes[0]-1, 0, 1, .., sizes[1]-1, ..``: positions inside consecutive groups."""
     return np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
 
@@ -126,9 +126,9 @@ class FactoredMechanism:
             hi = max(lo + 1, int(np.searchsorted(work, done + budget, side="right")))
             cols = np.arange(lo, hi)
             group_col = np.repeat(cols, span[cols])  # one group per (column, i in its span)
-            group_i = first[group_col] + _ranks(span[cols])
+            group_i = first[group_col] + group_ranks(span[cols])
             sizes = counts[nonempty[group_col]]
-            entry = t.indptr[nonempty[np.repeat(group_col, sizes)]] + _ranks(sizes)
+            entry = t.indptr[nonempty[np.repeat(group_col, sizes)]] + group_ranks(sizes)
             values = base[entry] + np.abs(np.repeat(group_i, sizes) - t.indices[entry]) * log_alpha
             starts = np.cumsum(sizes) - sizes
             peak = np.maximum.reduceat(values, starts)
@@ -158,15 +158,13 @@ class FactoredMechanism:
             # the column's extremes: x[0, c] and x[n, c], alpha^distance beyond its span
             lowest = min(lowest, float((part.log_value[heads] + part.row[heads] * log_alpha).min()))
             lowest = min(lowest, float((part.log_value[tails] + (n - part.row[tails]) * log_alpha).min()))
-            outside = np.flatnonzero(part.row[heads] > 0)
-            if outside.size and -log_alpha > worst:
-                head = heads[outside[0]]
-                worst, worst_pair = -log_alpha, (int(part.row[head]) - 1, int(part.row[head]), int(part.column[head]))
-            outside = np.flatnonzero(part.row[tails] < n)
-            if outside.size and -log_alpha > worst:
-                tail = tails[outside[0]]
-                worst, worst_pair = -log_alpha, (int(part.row[tail]), int(part.row[tail]) + 1, int(part.column[tail]))
-        if np.diff(self.remap.tocsc().indptr).min() == 0:
+            # a span ending before row 0 or row n meets the geometric tail: ratio exactly alpha
+            for ends, beyond, step in ((heads, part.row[heads] > 0, -1), (tails, part.row[tails] < n, 1)):
+                if beyond.any() and -log_alpha > worst:
+                    end = ends[np.argmax(beyond)]
+                    i, c = int(part.row[end]), int(part.column[end])
+                    worst, worst_pair = -log_alpha, (min(i, i + step), max(i, i + step), c)
+        if np.bincount(self.remap.indices, minlength=n + 1).min() == 0:
             lowest = -np.inf  # an empty column of T is a zero column of x
         weights = column_weights(n, self.alpha) * np.asarray(self.remap.sum(axis=1)).ravel()
         row_sums = kernel_moments(weights, self.alpha, 0).total

@@ -71,7 +71,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.linalg import splu
 
-from dpopt.mechanisms.factored import FactoredMechanism
+from dpopt.mechanisms.factored import FactoredMechanism, group_ranks
 from dpopt.mechanisms.geometric import column_weights
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.geometric_moments import kernel_moments
@@ -252,7 +252,7 @@ class _AbsoluteForm(_ChainForm):
         # the loss rows i strictly between (r <= i < r' or r' < i < r) get G[i, r] 2 |r' - i|
         length = np.where(t > 0, t, np.maximum(-t - 1, 0))
         owner = np.repeat(np.arange(r.size), length)
-        offset = np.arange(owner.size) - np.repeat(np.cumsum(length) - length, length)
+        offset = group_ranks(length)
         i = np.where(t[owner] > 0, r[owner], rp[owner] + 1) + offset
         inside = self.in_support[i]
         owner, i = owner[inside], i[inside]
