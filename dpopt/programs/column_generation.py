@@ -578,7 +578,6 @@ HIGHS_OPTIONS = {
     "primal_feasibility_tolerance": 1e-10,
     "dual_feasibility_tolerance": 1e-10,
     "small_matrix_value": 1e-12,
-    "threads": 1,
     "simplex_primal_edge_weight_strategy": 1,  # devex; measured the same pivots as the default
     # devex for the dual simplex too: when a warm primal re-solve ends in a dual clean-up,
     # exact steepest-edge weights cost one BTRAN per row (squared, alpha = 0.9: n = 2000
