@@ -6,26 +6,40 @@
 
 Output is JSON on stdout (``compare``: one object per line). Bad input: one line on
 stderr, exit 2. Solver failure: one line naming the solver and its status, exit 3.
-Nothing is written to ``--export`` unless the run succeeded.
+Nothing is written to ``--export`` unless the run succeeded, and nothing uncertified
+leaves with exit 0 (exit 4: the mechanism found does not meet its privacy target).
+
+While a command works, file descriptor 1 points at stderr (and ``sys.stdout`` at
+``sys.stderr``), so whatever a solver or library prints, at the Python or the C level,
+never reaches stdout; the JSON is written after the work, to the real stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import sys
-from typing import Any, NoReturn, Sequence
+from typing import Any, Iterator, NoReturn, Sequence
 
 from dpopt.export import check_export_path
 from dpopt.problem_files import load_problem
 from dpopt.registry import compare, solve
-from dpopt.validation import InvalidParameterError, SolverError
+from dpopt.limits import MAX_RELEASES
+from dpopt.validation import DPOptError, InvalidParameterError, SolverError, check_int
 
 __all__ = ["main"]
 
+EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_SOLVER = 3
+EXIT_UNCERTIFIED = 4
+
+
+class UncertifiedError(DPOptError):
+    """The method's mechanism does not meet its privacy target (CLI exit status 4)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,9 +65,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sample_cmd = commands.add_parser("sample", help="draw releases from the solved, certified mechanism")
     sample_cmd.add_argument("problem", metavar="PROBLEM.toml")
-    sample_cmd.add_argument("--true-value", type=float, default=None, dest="true_value",
+    sample_cmd.add_argument("--true-value", type=_finite_float, default=None, dest="true_value",
                             help="the true answer (required except for dx_linear_query, which uses the file's histogram)")
-    sample_cmd.add_argument("--count", type=int, default=1)
+    sample_cmd.add_argument("--count", type=int, default=1, help=f"number of releases, 1..{MAX_RELEASES:,}")
     source = sample_cmd.add_mutually_exclusive_group()
     source.add_argument("--seed", type=int, default=None)
     source.add_argument("--secure", action="store_true", help="draw from the OS secure source (secrets)")
@@ -62,53 +76,91 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print(data: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(data, allow_nan=False) + "\n")
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"--true-value must be a finite number, got {text!r}")
+    return value
 
 
-def _run(args: argparse.Namespace) -> None:
+def _json_line(data: dict[str, Any]) -> str:
+    return json.dumps(data, allow_nan=False) + "\n"
+
+
+@contextlib.contextmanager
+def _stdout_reserved_for_json() -> Iterator[None]:
+    """Point fd 1 and ``sys.stdout`` at stderr while the command works (see module docstring)."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all: nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _certified(solution: Any) -> Any:
+    if not solution.certificate.ok:
+        raise UncertifiedError(
+            f"method {solution.method!r} returned a mechanism that fails its privacy certificate "
+            f"(measured loss {solution.certificate.max_privacy_loss:.6g} > target {solution.certificate.target:.6g}); nothing was released"
+        )
+    return solution
+
+
+def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Do the command's work; return the JSON objects to print."""
     problem = load_problem(args.problem)
     if args.command == "solve":
-        export = check_export_path(args.export) if args.export else None
+        export = check_export_path(args.export) if args.export is not None else None
         if export is not None and problem.kind == "calibration" and export.suffix.lower() not in (".json", ".csv"):
             raise InvalidParameterError("export", "dpopt solve", "a .json or .csv path for a calibration (its result is parameters)", str(export))
-        solution = solve(problem, args.method, solver=args.solver, repair=not args.no_repair)
+        solution = _certified(solve(problem, args.method, solver=args.solver, repair=not args.no_repair))
         if export is not None:
             solution.export(str(export), dense=args.dense)
-        _print({**solution.summary(), **({"export": str(export)} if export else {})})
-    elif args.command == "compare":
-        solutions = compare(problem, solver=args.solver)
+        return [{**solution.summary(), **({"export": str(export)} if export else {})}]
+    if args.command == "compare":
+        solutions = [_certified(s) for s in compare(problem, solver=args.solver)]
         best = min((s.objective for s in solutions if s.exact), default=float("nan"))
+        rows = []
         for solution in solutions:
             ratio = solution.objective / best if best else float("nan")
-            _print({**solution.summary(), "ratio_to_optimum": ratio if math.isfinite(ratio) else None})
-    else:
-        if args.count < 1:
-            raise InvalidParameterError("count", "dpopt sample", "an integer >= 1", args.count)
-        if args.seed is not None and args.seed < 0:
-            raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
-        true_value = _true_value(problem, args.true_value)
-        solution = solve(problem, args.method, solver=args.solver)
-        releases = solution.sample(true_value, args.count, rng=args.seed, secure=args.secure)
-        summary = solution.summary()
-        _print(
-            {
-                key: summary[key]
-                for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate")
-            }
-            | {
-                "true_value": "histogram in the problem file" if true_value is None else true_value,
-                "count": args.count,
-                "seed": args.seed,
-                "source": "secrets" if args.secure else "numpy.random.Generator(PCG64)",
-                "releases": releases.tolist(),
-            }
-        )
+            rows.append({**solution.summary(), "ratio_to_optimum": ratio if math.isfinite(ratio) else None})
+        return rows
+    count = check_int(args.count, "count", "dpopt sample", low=1, high=MAX_RELEASES)
+    if args.seed is not None and args.seed < 0:
+        raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
+    true_value = _true_value(problem, args.true_value)
+    solution = _certified(solve(problem, args.method, solver=args.solver))
+    releases = solution.sample(true_value, count, rng=args.seed, secure=args.secure)
+    summary = solution.summary()
+    return [
+        {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate")}
+        | {
+            "true_value": "histogram in the problem file" if true_value is None else true_value,
+            "count": count,
+            "seed": args.seed,
+            "source": "secrets" if args.secure else "numpy.random.Generator(PCG64)",
+            "releases": releases.tolist(),
+        }
+    ]
 
 
 def _true_value(problem: Any, value: float | None) -> Any:
     """The sample command's true value: an integer where the problem's inputs are integers."""
     if problem.kind == "dx_linear_query":
+        if value is not None:
+            raise InvalidParameterError("true-value", "dpopt sample", "omitted for dx_linear_query (releases use the file's histogram)", value)
         if problem.histogram is None:
             raise InvalidParameterError("histogram", "dpopt sample", "given in the problem file (the records' counts per element)", None)
         return None
@@ -128,14 +180,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2, one line printed)
         return int(exc.code or 0)
     try:
-        _run(args)
+        with _stdout_reserved_for_json():
+            rows = _run(args)
+            text = "".join(_json_line(row) for row in rows)
     except InvalidParameterError as exc:
-        sys.stderr.write(f"dpopt: error: {exc}\n")
-        return EXIT_BAD_INPUT
+        return _fail(EXIT_BAD_INPUT, "error", exc)
     except SolverError as exc:
-        sys.stderr.write(f"dpopt: solver failure: {exc}\n")
-        return EXIT_SOLVER
+        return _fail(EXIT_SOLVER, "solver failure", exc)
+    except UncertifiedError as exc:
+        return _fail(EXIT_UNCERTIFIED, "uncertified", exc)
+    except DPOptError as exc:  # a file refused on reading, ...
+        return _fail(EXIT_BAD_INPUT, "error", exc)
+    except Exception as exc:  # a bug: one line, never a traceback, never exit 0
+        return _fail(EXIT_INTERNAL, "internal error (please report it)", f"{type(exc).__name__}: {exc}")
+    sys.stdout.write(text)
+    sys.stdout.flush()
     return 0
+
+
+def _fail(code: int, label: str, message: object) -> int:
+    line = " ".join(str(message).split())  # one line, whatever the message held
+    sys.stderr.write(f"dpopt: {label}: {line}\n")
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

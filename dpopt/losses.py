@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dpopt.validation import fail
+from dpopt.validation import check_array, fail
 
 __all__ = ["NAMED_LOSSES", "loss_table", "named_loss_rows", "first_monotonicity_violation"]
 
@@ -59,10 +59,7 @@ def loss_table(loss: Any, n: int, owner: str = "count_query") -> np.ndarray:
     if callable(loss):
         table = _table_from_callable(loss, n, owner)
     else:
-        try:
-            table = np.array(loss, dtype=float)
-        except (TypeError, ValueError):
-            raise fail("loss", owner, f"a numeric ({n + 1}, {n + 1}) table", loss) from None
+        table = check_array(loss, "loss", owner, ndim=2)
     if table.shape != (n + 1, n + 1):
         raise fail("loss", owner, f"a table of shape ({n + 1}, {n + 1})", table)
     if not np.all(np.isfinite(table)):

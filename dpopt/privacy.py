@@ -12,7 +12,7 @@ from typing import Any
 
 from dpopt.validation import check_real, fail
 
-__all__ = ["PrivacyLevel", "resolve_privacy"]
+__all__ = ["PrivacyLevel", "resolve_privacy", "alpha_from_epsilon"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,16 @@ def resolve_privacy(alpha: Any, epsilon: Any, owner: str) -> PrivacyLevel:
         a = check_real(alpha, "alpha", owner, low=0.0, high=1.0, low_open=True, high_open=True)
         return PrivacyLevel(alpha=a, epsilon=-math.log(a))
     e = check_real(epsilon, "epsilon", owner, low=0.0, low_open=True)
-    a = math.exp(-e)
-    if not 0.0 < a < 1.0:  # epsilon so small or large that alpha rounds to 1 or 0
-        raise fail("epsilon", owner, "a float with exp(-epsilon) strictly inside (0, 1)", epsilon)
-    return PrivacyLevel(alpha=a, epsilon=e)
+    return PrivacyLevel(alpha=alpha_from_epsilon(e, "epsilon", owner), epsilon=e)
+
+
+def alpha_from_epsilon(epsilon: float, parameter: str, owner: str) -> float:
+    """``exp(-epsilon)``, refused when it rounds to 1 (epsilon below ~1.1e-16) or to 0 (above ~745).
+
+    Such an epsilon would be stored as alpha = 1 (no privacy constraint at all, while
+    the caller asked for some) or alpha = 0 (no mechanism exists).
+    """
+    alpha = math.exp(-epsilon)
+    if not 0.0 < alpha < 1.0:
+        raise fail(parameter, owner, "a float with exp(-epsilon) strictly inside (0, 1), i.e. in about [1.2e-16, 745]", epsilon)
+    return alpha

@@ -47,7 +47,7 @@ def problem_from_dict(data: dict[str, Any], origin: str = "problem file") -> Any
     if "kind" not in data:
         raise fail("kind", origin, "present, one of " + ", ".join(repr(k) for k in PROBLEM_KINDS), None)
     kind = data["kind"]
-    if kind not in PROBLEM_KINDS:
+    if not isinstance(kind, str) or kind not in PROBLEM_KINDS:
         raise fail("kind", origin, "one of " + ", ".join(repr(k) for k in PROBLEM_KINDS), kind)
     constructor, allowed = PROBLEM_KINDS[kind]
     unknown = sorted(set(data) - set(allowed) - {"kind", *METADATA_KEYS})

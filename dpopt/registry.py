@@ -14,7 +14,7 @@ from typing import Any, Callable, Protocol
 
 import pandas as pd
 
-from dpopt.validation import fail
+from dpopt.validation import InvalidParameterError, fail
 
 __all__ = ["Method", "register", "methods_for", "solve", "compare", "compare_table", "price_of_closed_form", "REGISTRY"]
 
@@ -47,6 +47,10 @@ class Method:
     auto_fallback : bool
         Picked by ``auto`` when no exact method applies (a kind whose problem has
         no tractable exact optimum in general, e.g. the non-convex d_X problem (6)).
+    memory : callable
+        ``memory(problem) -> (bytes, parameter)``: a generous estimate of the peak
+        memory the method needs and the parameter that drives it; :func:`solve`
+        refuses to start a method whose estimate exceeds :data:`dpopt.limits.MEMORY_LIMIT`.
     """
 
     kind: str
@@ -58,6 +62,7 @@ class Method:
     cost: Callable[[Any], float]
     summary: str
     auto_fallback: bool = False
+    memory: Callable[[Any], tuple[float, str]] = lambda problem: (0.0, "problem")
 
 
 REGISTRY: dict[str, dict[str, Method]] = {}
@@ -77,6 +82,7 @@ def register(
     summary: str,
     applies: Callable[[Any], bool] = _always,
     auto_fallback: bool = False,
+    memory: Callable[[Any], tuple[float, str]] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``run(problem, solver, repair)`` as method ``name`` of ``kind``."""
 
@@ -84,7 +90,8 @@ def register(
         methods = REGISTRY.setdefault(kind, {})
         if name in methods:
             raise ValueError(f"method {name!r} of {kind} is registered twice")
-        methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary, auto_fallback)
+        estimate = memory if memory is not None else (lambda problem: (0.0, "problem"))
+        methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary, auto_fallback, estimate)
         return run
 
     return decorate
@@ -105,16 +112,42 @@ def methods_for(problem: Problem) -> list[Method]:
     return sorted(applicable, key=lambda m: m.cost(problem))
 
 
-def _pick(problem: Problem, method: str) -> Method:
+def _auto_order(candidates: list[Method]) -> list[Method]:
+    """What ``auto`` tries, in order: the exact methods cheapest first, else the fallback."""
+    return [m for m in candidates if m.exact] or [m for m in candidates if m.auto_fallback] or candidates[:1]
+
+
+def _pick(problem: Problem, method: Any) -> list[Method]:
+    """The methods to try for ``method``: one, or for ``auto`` every exact one in order."""
     candidates = methods_for(problem)
+    names = ["auto"] + sorted(REGISTRY[problem.kind])
+    if not isinstance(method, str):
+        raise fail("method", problem.kind, "one of " + ", ".join(names), method)
     if method == "auto":
-        exact = [m for m in candidates if m.exact] or [m for m in candidates if m.auto_fallback] or candidates
-        return exact[0]
+        return _auto_order(candidates)
     by_name = {m.name: m for m in candidates}
     if method not in by_name:
-        names = ["auto"] + sorted(REGISTRY[problem.kind])
         raise fail("method", problem.kind, "one of " + ", ".join(names) + " (that applies to this problem)", method)
-    return by_name[method]
+    return [by_name[method]]
+
+
+def _check_solver(problem: Problem, chosen: Method, solver: Any) -> None:
+    if solver is None:
+        return
+    from dpopt.solvers import installed_solvers
+
+    available = installed_solvers()
+    if not isinstance(solver, str) or solver.upper() not in available:
+        raise fail("solver", problem.kind, "one of " + ", ".join(available), solver)
+    if not chosen.uses_solver:
+        raise fail("solver", problem.kind, f"omitted for the solver-free method {chosen.name!r}", solver)
+
+
+def _check_memory(problem: Problem, chosen: Method) -> None:
+    from dpopt.limits import check_memory
+
+    estimate, parameter = chosen.memory(problem)
+    check_memory(estimate, parameter, problem.kind, getattr(problem, parameter, None), what=f"method {chosen.name!r}")
 
 
 def solve(problem: Problem, method: str = "auto", *, solver: str | None = None, repair: bool = True) -> Any:
@@ -139,17 +172,39 @@ def solve(problem: Problem, method: str = "auto", *, solver: str | None = None, 
     SolverError
         The solver did not reach an optimal status.
     """
-    chosen = _pick(problem, method)
-    if solver is not None and not chosen.uses_solver:
-        raise fail("solver", problem.kind, f"omitted for the solver-free method {chosen.name!r}", solver)
-    if solver is not None:
-        from dpopt.solvers import installed_solvers
+    from dpopt.validation import SolverError
 
-        if solver.upper() not in installed_solvers():
-            raise fail("solver", problem.kind, "one of " + ", ".join(installed_solvers()), solver)
-    start = time.perf_counter()
-    solution = chosen.run(problem, solver, repair)
-    return solution.with_timing(method=chosen.name, exact=chosen.exact, seconds=time.perf_counter() - start)
+    if not isinstance(repair, bool):
+        raise fail("repair", getattr(problem, "kind", "solve"), "True or False", repair)
+    order = _pick(problem, method)
+    if solver is not None and method == "auto":
+        order = [m for m in order if m.uses_solver] or order
+    for chosen in order:
+        _check_solver(problem, chosen, solver)
+    _check_memory(problem, order[0])
+    failures: list[str] = []
+    for position, chosen in enumerate(order):
+        if position:
+            try:
+                _check_memory(problem, chosen)
+            except InvalidParameterError as exc:
+                failures.append(f"{chosen.name}: {exc}")
+                continue
+        start = time.perf_counter()
+        try:
+            solution = chosen.run(problem, solver, repair)
+        except SolverError as exc:
+            if position == len(order) - 1:
+                if failures:
+                    raise SolverError(exc.solver, exc.status, f"{exc} (auto tried first: {'; '.join(failures)})") from exc
+                raise
+            failures.append(f"{chosen.name}: {exc}")
+            continue
+        solution = solution.with_timing(method=chosen.name, exact=chosen.exact, seconds=time.perf_counter() - start)
+        if failures:
+            solution.details["auto_fallbacks"] = failures
+        return solution
+    raise SolverError("none", "no method could run", "; ".join(failures))  # pragma: no cover - loop returns or raises
 
 
 def compare(problem: Problem, *, solver: str | None = None) -> list[Any]:

@@ -9,6 +9,10 @@ drops the tiny coefficients of geometric kernels.
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -19,7 +23,7 @@ import numpy as np
 
 from dpopt.validation import SolverError, fail
 
-__all__ = ["SolveInfo", "run_program", "installed_solvers", "SOLVER_OPTIONS", "default_solver"]
+__all__ = ["SolveInfo", "run_program", "installed_solvers", "SOLVER_OPTIONS", "default_solver", "new_highs"]
 
 #: Options passed to each solver (names as cvxpy/solver expect them).
 SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
@@ -34,6 +38,55 @@ SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
 
 #: Relative accuracy each solver reaches on our LPs with the options above.
 SOLVER_ACCURACY: dict[str, float] = {"HIGHS": 1e-9, "CLARABEL": 1e-7, "SCS": 1e-4}
+
+
+@functools.cache
+def absorb_highs_banner() -> None:
+    """Build this process's first ``highspy.Highs`` with file descriptor 1 on /dev/null.
+
+    HiGHS (1.16) writes a copyright banner to the C-level stdout when the first
+    ``Highs`` object of a process is constructed, before any option such as
+    ``output_flag`` can be set; cvxpy's HiGHS interface builds one on every solve. The
+    banner is printed once per process, so building the first instance here, with
+    stdout pointed elsewhere and the C buffers flushed before it is restored, keeps it
+    off stdout for every later solve (the CLI's stdout carries only JSON). Nothing else
+    of HiGHS's state is touched.
+    """
+    import highspy
+
+    sys.stdout.flush()
+    saved, sink = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(sink, 1)
+        highspy.Highs()
+        _flush_c_stdio()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(sink)
+
+
+def _flush_c_stdio() -> None:
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # pragma: no cover - no C runtime to flush (not seen)
+        pass
+
+
+def new_highs(options: dict[str, Any]) -> Any:
+    """A ``highspy.Highs`` instance with ``options`` set on it (and on nothing else).
+
+    Options are per instance; process-wide settings (``threads``, the scheduler) are
+    never changed, so no solve can affect a later one.
+    """
+    import highspy
+
+    absorb_highs_banner()
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    for key, value in options.items():
+        highs.setOptionValue(key, value)
+    return highs
 
 
 @dataclass(frozen=True)
@@ -76,6 +129,8 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
     on a well-posed zero-one instance).
     """
     name = _check_solver(solver or default_solver(program.is_dcp() and _is_lp(program)), owner)
+    if name == "HIGHS":
+        absorb_highs_banner()
     options = dict(SOLVER_OPTIONS.get(name, {}))
     start = time.perf_counter()
     best: tuple[float, float, list[Any]] | None = None  # (violation, objective, variable values)

@@ -24,6 +24,8 @@ __all__ = [
     "check_int",
     "check_real",
     "check_choice",
+    "check_array",
+    "read_text_file",
     "fail",
 ]
 
@@ -129,10 +131,95 @@ def check_int(
     return number
 
 
+def check_array(
+    value: Any,
+    parameter: str,
+    owner: str,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    allow_inf: bool = False,
+    low: float | None = None,
+    integer: bool = False,
+    max_size: int | None = None,
+) -> np.ndarray:
+    """Return ``value`` as a float array of numbers, or raise naming ``parameter``.
+
+    Refused: strings (also numeric strings such as ``"1.5"``), booleans, ragged or
+    nested-mixed lists, NaN (always: a NaN distance or loss silently drops a privacy
+    constraint), infinities unless ``allow_inf``, values below ``low``, non-integers
+    when ``integer``, and more than ``max_size`` entries.
+    """
+    shape_text = {None: "an array", 1: "a list", 2: "a table (list of equally long lists)"}
+    kinds = ndim if isinstance(ndim, tuple) else (ndim,)
+    allowed = " or ".join(shape_text.get(k, f"a {k}-D array") for k in kinds) + " of "
+    allowed += "non-negative " if low == 0 else ""
+    allowed += "integers" if integer else "numbers"
+    allowed += f" >= {low:g}" if low not in (None, 0) else ""
+    allowed += " (+inf allowed, no NaN)" if allow_inf else " (finite, no NaN)"
+    if isinstance(value, (str, bytes)) or value is None:
+        raise fail(parameter, owner, allowed, value)
+    try:
+        raw = np.asarray(value)
+    except (ValueError, TypeError):  # ragged lists
+        raise fail(parameter, owner, allowed, value) from None
+    if raw.dtype.kind not in "iuf" or raw.dtype.kind == "b":
+        raise fail(parameter, owner, allowed, value)
+    if max_size is not None and raw.size > max_size:
+        raise fail(parameter, owner, allowed + f", at most {max_size:,} entries", f"{raw.size:,} entries")
+    array = raw.astype(float)
+    if ndim is not None and array.ndim not in kinds:
+        raise fail(parameter, owner, allowed, value)
+    if np.isnan(array).any() or (not allow_inf and not np.isfinite(array).all()):
+        raise fail(parameter, owner, allowed, value)
+    if low is not None and (array < low).any():
+        raise fail(parameter, owner, allowed, value)
+    if integer and np.any(np.isfinite(array) & (array != np.round(array))):
+        raise fail(parameter, owner, allowed, value)
+    return array
+
+
+def read_text_file(path: Any, parameter: str, owner: str, *, max_bytes: int, what: str) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes``, or one error naming ``parameter``.
+
+    Refuses before reading: a path that is not a string or path, a missing file, a
+    directory, a device or FIFO (``/dev/zero`` would never end), and a file over the
+    limit; after reading: bytes that are not UTF-8 or contain NUL. Messages name the
+    path and never echo the file's content.
+    """
+    import os
+    import stat
+
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise fail(parameter, owner, f"the path of {what}", path)
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or "not a valid path"
+        raise fail(parameter, owner, f"the path of {what}", f"{path} ({reason})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise fail(parameter, owner, f"a regular file holding {what}", f"{path} (not a regular file)")
+    if info.st_size > max_bytes:
+        raise fail(parameter, owner, f"{what} of at most {max_bytes:,} bytes", f"{path} ({info.st_size:,} bytes)")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise fail(parameter, owner, f"a readable file holding {what}", f"{path} ({exc.strerror})") from None
+    if len(data) > max_bytes:
+        raise fail(parameter, owner, f"{what} of at most {max_bytes:,} bytes", f"{path} (grew while read)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise fail(parameter, owner, f"UTF-8 text ({what})", f"{path} (not UTF-8)") from None
+    if "\x00" in text:
+        raise fail(parameter, owner, f"text ({what})", f"{path} (binary: holds NUL bytes)")
+    return text
+
+
 def check_choice(value: Any, parameter: str, owner: str, choices: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``choices``, or raise naming them all."""
     options: Sequence[str] = tuple(choices)
-    if not isinstance(value, str) or value not in options:
+    if not isinstance(value, str) or value not in options:  # also unhashable values: no set lookup
         allowed = "one of " + ", ".join(repr(c) for c in options)
         raise fail(parameter, owner, allowed, value)
     return value

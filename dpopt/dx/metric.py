@@ -22,7 +22,8 @@ import numpy as np
 from scipy.sparse import coo_array
 from scipy.sparse.csgraph import shortest_path
 
-from dpopt.validation import check_real, fail
+from dpopt.limits import MAX_UNIVERSE
+from dpopt.validation import check_array, check_int, check_real, fail, read_text_file
 
 __all__ = ["DXMetric"]
 
@@ -63,11 +64,9 @@ class DXMetric:
     size: int = field(init=False)
 
     def __post_init__(self) -> None:
-        d = np.array(self.matrix, dtype=float)
-        if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] < 2:
+        d = check_array(self.matrix, "matrix", OWNER, ndim=2, allow_inf=True, low=0.0, max_size=MAX_UNIVERSE**2)
+        if d.shape[0] != d.shape[1] or d.shape[0] < 2:
             raise fail("matrix", OWNER, "a square N x N matrix with N >= 2", d)
-        if np.isnan(d).any() or (d < 0).any():
-            raise fail("matrix", OWNER, "non-negative (+inf allowed, no NaN)", d)
         if not np.array_equal(d, d.T):
             i, j = np.argwhere(d != d.T)[0]
             raise fail("matrix", OWNER, f"symmetric (d[{i},{j}] = {d[i, j]:g} but d[{j},{i}] = {d[j, i]:g})", d)
@@ -104,16 +103,15 @@ class DXMetric:
     def uniform(cls, size: int, epsilon: float) -> "DXMetric":
         """``epsilon [i != j]``: plain epsilon-DP (any two elements are neighbours)."""
         eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
-        return cls(eps * (1 - np.eye(int(size))))
+        return cls(eps * (1 - np.eye(_universe_size(size))))
 
     @classmethod
     def euclidean(cls, coordinates: Any, epsilon: float = 1.0) -> "DXMetric":
         """``epsilon ||x_i - x_j||_2`` for points given as rows of ``coordinates``."""
-        x = np.asarray(coordinates, dtype=float)
+        x = check_array(coordinates, "coordinates", OWNER, ndim=(1, 2))
         if x.ndim == 1:
             x = x[:, None]
-        if x.ndim != 2 or not np.isfinite(x).all():
-            raise fail("coordinates", OWNER, "a finite (N, dims) array", x)
+        _universe_size(x.shape[0], "coordinates")
         eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
         diff = x[:, None, :] - x[None, :, :]
         d = eps * np.sqrt(np.sum(diff * diff, axis=-1))
@@ -122,13 +120,17 @@ class DXMetric:
     @classmethod
     def heterogeneous(cls, epsilons: Sequence[float]) -> "DXMetric":
         """``(eps_i + eps_j) [i != j]``: a per-element budget."""
-        e = np.array([check_real(v, "epsilons", OWNER, low=0.0, low_open=True) for v in epsilons])
+        e = check_array(epsilons, "epsilons", OWNER, ndim=1, low=0.0)
+        _universe_size(e.size, "epsilons")
+        if (e <= 0).any():
+            raise fail("epsilons", OWNER, "a list of floats > 0", epsilons)
         return cls((e[:, None] + e[None, :]) * (1 - np.eye(e.size)))
 
     @classmethod
     def scaled_dates(cls, dates: Sequence[float], epsilon: float, period: float) -> "DXMetric":
         """``epsilon |u_i - u_j| / T``: dates (or any scalar) scaled by a period T."""
-        u = np.asarray(dates, dtype=float)
+        u = check_array(dates, "values", OWNER, ndim=1)
+        _universe_size(u.size, "values")
         eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
         t = check_real(period, "period", OWNER, low=0.0, low_open=True)
         return cls(eps * np.abs(u[:, None] - u[None, :]) / t)
@@ -148,7 +150,10 @@ class DXMetric:
             raise fail("budgets", OWNER, "a budget for every attribute value", f"none for {missing[0]!r}")
         if form not in ("min", "sum"):
             raise fail("form", OWNER, "'min' or 'sum'", form)
-        eps = np.array([[float(budgets[v]) for v in r] for r in rows])
+        _universe_size(len(rows), "records")
+        if not isinstance(budgets, Mapping):
+            raise fail("budgets", OWNER, "a table mapping each attribute value to its budget", budgets)
+        eps = check_array([[budgets[v] for v in r] for r in rows], "budgets", OWNER, ndim=2, low=0.0)
         values = np.array([[str(v) for v in r] for r in rows])
         differ = values[:, None, :] != values[None, :, :]
         if form == "min":
@@ -185,22 +190,30 @@ class DXMetric:
     @classmethod
     def from_csv(cls, path: str, *, closure: bool = False) -> "DXMetric":
         """An N x N matrix from a headerless CSV file (``inf`` allowed)."""
+        import io
+
+        text = read_text_file(path, "metric.path", OWNER, max_bytes=64 << 20, what="a CSV metric")
         try:
-            d = np.loadtxt(path, delimiter=",", ndmin=2)
-        except (OSError, ValueError) as exc:
-            raise fail("path", OWNER, "a readable CSV file of an N x N matrix", f"{path} ({exc})") from None
+            d = np.loadtxt(io.StringIO(text), delimiter=",", ndmin=2)
+        except ValueError:  # the parser's message quotes the file's content: never echoed
+            raise fail("metric.path", OWNER, "a CSV file of an N x N matrix of numbers (inf allowed)", str(path)) from None
         return cls(d, closure=closure)
 
     @classmethod
     def graph(cls, size: int, edges: Sequence[tuple[int, int, float]]) -> "DXMetric":
         """Shortest-path metric of an undirected graph with non-negative edge weights (inf if unreachable)."""
-        n = int(size)
-        e = np.asarray(edges, dtype=float)
-        if e.ndim != 2 or e.shape[1] != 3 or (e[:, 2] < 0).any() or e[:, :2].min() < 0 or e[:, :2].max() >= n:
+        n = _universe_size(size)
+        e = check_array(edges, "edges", OWNER, ndim=2, allow_inf=True, low=0.0)
+        if e.shape[1:] != (3,) or not np.isfinite(e[:, :2]).all() or e[:, :2].max() >= n or np.any(e[:, :2] != np.round(e[:, :2])):
             raise fail("edges", OWNER, f"(i, j, weight) rows with 0 <= i, j < {n} and weight >= 0", edges)
         g = coo_array((e[:, 2], (e[:, 0].astype(int), e[:, 1].astype(int))), shape=(n, n)).tocsr()
         d = shortest_path(g, directed=False)
         return cls((d + d.T) / 2)
+
+
+def _universe_size(size: Any, parameter: str = "size") -> int:
+    """N, refused above :data:`dpopt.limits.MAX_UNIVERSE` (N x N matrices are built)."""
+    return check_int(size, parameter, OWNER, low=2, high=MAX_UNIVERSE)
 
 
 def _closure_with_inf(d: np.ndarray) -> np.ndarray:

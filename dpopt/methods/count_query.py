@@ -70,7 +70,25 @@ def _lp_cost(problem: CountQuery) -> float:
     return float(problem.n + 1) ** 3
 
 
-@register(KIND, "lp", exact=True, uses_solver=True, cost=_lp_cost, summary="GS LP (Section 2.5)")
+# Peak-memory estimates (bytes, driving parameter) checked before a method runs
+# (dpopt.limits). The direct LPs hold (n+1)^2 variables with ~4 non-zeros each through
+# cvxpy's canonicalisation and HiGHS (~1.5 KB per variable, generous); the dense closed
+# forms a few (n+1)^2 float arrays; the factored route O(n) (~100 MB at n = 5000) plus
+# the dense pricing arrays it forms up to n = 700.
+def _lp_memory(problem: CountQuery) -> tuple[float, str]:
+    return 1500.0 * (problem.n + 1) ** 2, "n"
+
+
+def _dense_memory(problem: CountQuery) -> tuple[float, str]:
+    return 8.0 * 6 * (problem.n + 1) ** 2, "n"
+
+
+def _factored_memory(problem: CountQuery) -> tuple[float, str]:
+    dense_pricing = 8.0 * 8 * (problem.n + 1) ** 2 if problem.n <= 700 or not isinstance(problem.loss, str) else 0.0
+    return 40_000.0 * (problem.n + 1) + dense_pricing, "n"
+
+
+@register(KIND, "lp", exact=True, uses_solver=True, cost=_lp_cost, memory=_lp_memory, summary="GS LP (Section 2.5)")
 def solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
     program = build_gs_program(problem)
     info = run_program(program.program, solver=solver, owner="count_query lp")
@@ -87,6 +105,7 @@ def solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
 
 @register(
     KIND, "interaction", exact=True, uses_solver=True, cost=lambda p: 1.5 * _lp_cost(p),
+    memory=lambda p: (1.5 * _lp_memory(p)[0], "n"),
     summary="geometric mechanism + consumer's optimal remap (Theorem 1)",
 )
 def solve_interaction(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
@@ -104,7 +123,7 @@ def solve_interaction(problem: CountQuery, solver: str | None, repair: bool) -> 
 
 
 @register(
-    KIND, "geometric", exact=False, uses_solver=False, cost=lambda p: float(p.n + 1) ** 2 * 1e-3,
+    KIND, "geometric", exact=False, uses_solver=False, cost=lambda p: float(p.n + 1) ** 2 * 1e-3, memory=_dense_memory,
     summary="geometric mechanism G (Definition 4), no remap: an upper bound",
 )
 def solve_geometric(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
@@ -151,7 +170,7 @@ def _factored_cost(problem: CountQuery) -> float:
 
 
 @register(
-    KIND, "factored", exact=True, uses_solver=False, cost=_factored_cost,
+    KIND, "factored", exact=True, uses_solver=False, cost=_factored_cost, memory=_factored_memory,
     summary="G x sparse remap T by column generation, with certified lower/upper bounds",
 )
 def solve_factored(problem: CountQuery, solver: str | None, repair: bool) -> Solution:

@@ -108,6 +108,12 @@ def _scales_route(name: str, rule: Callable[..., np.ndarray], summary: str, *, a
     register(KIND, name, exact=False, uses_solver=False, cost=lambda p: cost * _size(p), summary=summary, **kwargs)(run)
 
 
+def _program_memory(problem: DXLinearQuery) -> tuple[float, str]:
+    """A conic program over the pairs of the universe (all of them, at worst), K columns each."""
+    n = problem.metric.size
+    return 200.0 * n * n * problem.queries, "query"
+
+
 _scales_route("closed_form", closed_form_scales, "c = max |q_i - q_j| / d_X(i, j), q' = q / c (one query)", applies=_single, cost=0.5)
 _scales_route("strategy1", strategy1_scales, "Strategy 1: d_X shared equally between the K queries")
 _scales_route("strategy2", strategy2_scales, "Strategy 2: one scale max ||Q_:i - Q_:j||_1 / d_X(i, j) for all")
@@ -120,20 +126,20 @@ def solve_psa(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solut
                        extra={"psa_iterations": result.iterations, "psa_converged": result.converged})
 
 
-@register(KIND, "exact", exact=False, uses_solver=True, cost=lambda p: 50.0 * _size(p), summary="exact min ||c||^2 with c Q' = Q (convex; pairs reduced and added lazily)")
+@register(KIND, "exact", exact=False, uses_solver=True, cost=lambda p: 50.0 * _size(p), memory=_program_memory, summary="exact min ||c||^2 with c Q' = Q (convex; pairs reduced and added lazily)")
 def solve_exact_scales(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     c, report = solve_exact(problem.matrix, problem.metric, solver=solver)
     return dx_solution(problem, _transformed(problem, c), c, "exact", solver=solver or "CLARABEL", extra=report.to_dict())
 
 
-@register(KIND, "exact_surrogate", exact=True, uses_solver=True, cost=lambda p: 60.0 * _size(p), applies=_single,
+@register(KIND, "exact_surrogate", exact=True, uses_solver=True, cost=lambda p: 60.0 * _size(p), applies=_single, memory=_program_memory,
           summary="exact optimum of (6) for one query with q' free (QP in p = c q', c)")
 def solve_exact_surrogate(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     transformed, c, report = exact_surrogate(problem.matrix, problem.metric, problem.n, solver=solver)
     return dx_solution(problem, transformed, c, "exact_surrogate", solver=solver or "CLARABEL", extra=report.to_dict())
 
 
-@register(KIND, "alternating", exact=False, uses_solver=True, cost=lambda p: 500.0 * _size(p), auto_fallback=True,
+@register(KIND, "alternating", exact=False, uses_solver=True, cost=lambda p: 500.0 * _size(p), auto_fallback=True, memory=_program_memory,
           summary="alternating minimisation of (6) from the best of exact / exact_surrogate")
 def solve_alternating(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     c, _ = solve_exact(problem.matrix, problem.metric, solver=solver)
@@ -147,7 +153,7 @@ def solve_alternating(problem: DXLinearQuery, solver: str | None, repair: bool) 
                        extra={"objective_per_iteration": list(result.objectives), **result.pairs.to_dict()})
 
 
-@register(KIND, "exact_improvement", exact=False, uses_solver=True, cost=lambda p: 50.0 * _size(p),
+@register(KIND, "exact_improvement", exact=False, uses_solver=True, cost=lambda p: 50.0 * _size(p), memory=_program_memory,
           summary="exact maximum of the improvement factor (geometric mean) with c Q' = Q (convex in 1/c)")
 def solve_exact_improvement(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     c, report = solve_exact(problem.matrix, problem.metric, solver=solver, objective="improvement")

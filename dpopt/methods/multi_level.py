@@ -58,14 +58,20 @@ def _solution(problem: MultiLevelRelease, remaps: list[np.ndarray], **fields: ob
     )
 
 
-@register(KIND, "closed_form", exact=True, uses_solver=False, cost=lambda p: len(p.levels) * (p.n + 1) ** 2, summary="T = G_a^-1 G_b by the tridiagonal inverse (Lemma 3)")
+def _chain_memory(problem: MultiLevelRelease) -> tuple[float, str]:
+    """Bytes of the dense chain: k remaps, k marginals and their checks, (n+1)^2 floats each."""
+    return 8.0 * 6 * len(problem.levels) * (problem.n + 1) ** 2, "n"
+
+
+@register(KIND, "closed_form", exact=True, uses_solver=False, cost=lambda p: len(p.levels) * (p.n + 1) ** 2, memory=_chain_memory, summary="T = G_a^-1 G_b by the tridiagonal inverse (Lemma 3)")
 def solve_closed_form(problem: MultiLevelRelease, solver: str | None, repair: bool) -> Solution:
     levels = problem.levels
     remaps = [level_remap(problem.n, a, b) for a, b in zip(levels[:-1], levels[1:])]
     return _solution(problem, remaps, method="closed_form", solver="none", status="closed_form")
 
 
-@register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: len(p.levels) * (p.n + 1) ** 3, summary="feasibility LP G_a T = G_b per level pair")
+@register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: len(p.levels) * (p.n + 1) ** 3,
+          memory=lambda p: (_chain_memory(p)[0] + 1500.0 * (p.n + 1) ** 2, "n"), summary="feasibility LP G_a T = G_b per level pair")
 def solve_lp(problem: MultiLevelRelease, solver: str | None, repair: bool) -> Solution:
     remaps, solvers, statuses = [], set(), set()
     for a, b in zip(problem.levels[:-1], problem.levels[1:]):

@@ -101,7 +101,12 @@ def _closed_form(problem: NoiseAdding, noise: PeriodicNoise, method: str) -> Sol
     return _solution(problem, noise, certify_noise(noise, problem.epsilon), method=method, solver="none", status="closed_form")
 
 
-@register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: float(p.window * p.sensitivity) ** 2, summary="window LP with periodic geometric tails")
+def _lp_memory(problem: NoiseAdding) -> tuple[float, str]:
+    """The window LP: 2M + 1 variables, one constraint per (z, shift) with |shift| <= Delta."""
+    return 600.0 * (2 * problem.window + 1) * (2 * problem.sensitivity + 1), "window"
+
+
+@register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: float(p.window * p.sensitivity) ** 2, memory=_lp_memory, summary="window LP with periodic geometric tails")
 def solve_lp(problem: NoiseAdding, solver: str | None, repair: bool) -> Solution:
     program, p = build_noise_program(problem)
     info = run_program(program, solver=solver, owner="noise_adding lp")

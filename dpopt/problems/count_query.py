@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from dpopt.limits import MAX_COUNT, check_memory
 from dpopt.losses import NAMED_LOSSES, loss_table, named_loss_rows
 from dpopt.privacy import PrivacyLevel, resolve_privacy
 from dpopt.validation import check_choice, check_int, fail
@@ -60,7 +61,7 @@ class CountQuery:
     kind = KIND
 
     def __post_init__(self) -> None:
-        n = check_int(self.n, "n", KIND, low=1)
+        n = check_int(self.n, "n", KIND, low=1, high=MAX_COUNT)
         privacy = resolve_privacy(self.alpha, self.epsilon, KIND)
         # Named losses are monotone by construction and are built on demand (an
         # (n+1)^2 table is 200 MB at n = 5000); user losses are validated now.
@@ -68,6 +69,7 @@ class CountQuery:
             check_choice(self.loss, "loss", KIND, NAMED_LOSSES)
             table = None
         else:
+            check_memory(8.0 * 3 * (n + 1) ** 2, "n", KIND, n, what="a user loss table of (n+1)^2 entries")
             table = loss_table(self.loss, n, KIND)
             table.setflags(write=False)
         support = _side_information(self.side_information, n)

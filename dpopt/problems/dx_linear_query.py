@@ -9,7 +9,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from dpopt.dx.metric import DXMetric
-from dpopt.validation import check_int, fail
+from dpopt.validation import check_array, check_int, fail
 
 __all__ = ["DXLinearQuery", "metric_from_spec", "METRIC_TYPES"]
 
@@ -37,7 +37,7 @@ def metric_from_spec(spec: Any, size: int) -> DXMetric:
     if not isinstance(spec, Mapping) or "type" not in spec:
         raise fail("metric", KIND, "a DXMetric or a table with 'type' (" + ", ".join(METRIC_TYPES) + ")", spec)
     kind = spec["type"]
-    if kind not in METRIC_TYPES:
+    if not isinstance(kind, str) or kind not in METRIC_TYPES:
         raise fail("metric.type", KIND, "one of " + ", ".join(repr(k) for k in METRIC_TYPES), kind)
     unknown = sorted(set(spec) - {"type", *METRIC_TYPES[kind]})
     if unknown:
@@ -58,9 +58,13 @@ def metric_from_spec(spec: Any, size: int) -> DXMetric:
         return build(get("coordinates"), get("epsilon", 1.0), get("threshold"))
     if kind == "graph":
         return DXMetric.graph(size, get("edges"))
+    closure = get("closure", False)
+    if not isinstance(closure, bool):
+        raise fail("metric.closure", KIND, "true or false", closure)
     if kind == "matrix":
-        return DXMetric(np.asarray(get("values"), dtype=float), closure=bool(get("closure", False)))
-    return DXMetric.from_csv(str(get("path")), closure=bool(get("closure", False)))
+        values = check_array(get("values"), "metric.values", KIND, ndim=2, allow_inf=True, low=0.0)
+        return DXMetric(values, closure=closure)
+    return DXMetric.from_csv(get("path"), closure=closure)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -89,15 +93,18 @@ class DXLinearQuery:
 
     def __post_init__(self) -> None:
         n = check_int(self.n, "n", KIND, low=1)
-        q = np.atleast_2d(np.asarray(self.query, dtype=float)) if not isinstance(self.query, str) else None
-        if q is None or q.ndim != 2 or q.shape[1] < 2 or not np.isfinite(q).all():
+        q = np.atleast_2d(check_array(self.query, "query", KIND, ndim=(1, 2)))
+        if q.shape[1] < 2 or q.shape[0] < 1:
             raise fail("query", KIND, "N >= 2 finite numbers, or K lists of them", self.query)
         metric = metric_from_spec(self.metric, q.shape[1])
+        i, j = np.triu_indices(metric.size, 1)
+        if not np.isfinite(metric.matrix[i, j]).any():
+            raise fail("metric", KIND, "a metric with a finite distance between some two elements (all +inf: nothing to protect)", "every distance +inf")
         if metric.size != q.shape[1]:
             raise fail("query", KIND, f"rows of N = {metric.size} numbers (the metric's size)", q.shape)
         if self.histogram is not None:
-            h = np.asarray(self.histogram, dtype=float)
-            if h.shape != (metric.size,) or (h < 0).any() or np.any(h != np.round(h)) or h.sum() != n:
+            h = check_array(self.histogram, "histogram", KIND, ndim=1, integer=True, low=0.0)
+            if h.shape != (metric.size,) or h.sum() != n:
                 raise fail("histogram", KIND, f"{metric.size} non-negative integer counts summing to n = {n}", self.histogram)
             object.__setattr__(self, "histogram", h.astype(int))
         q.setflags(write=False)

@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from dpopt.limits import MAX_COUNT
+from dpopt.privacy import alpha_from_epsilon
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["MultiLevelRelease"]
@@ -36,14 +38,14 @@ class MultiLevelRelease:
     kind = KIND
 
     def __post_init__(self) -> None:
-        n = check_int(self.n, "n", KIND, low=1)
+        n = check_int(self.n, "n", KIND, low=1, high=MAX_COUNT)
         if (self.alphas is None) == (self.epsilons is None):
             raise fail("alphas", KIND, "given alone, or replaced by 'epsilons' (exactly one)", {"alphas": self.alphas, "epsilons": self.epsilons})
         if self.alphas is not None:
             levels = tuple(_levels(self.alphas, "alphas", lambda v, p: check_real(v, p, KIND, low=0.0, high=1.0, low_open=True, high_open=True)))
         else:
             eps = _levels(self.epsilons, "epsilons", lambda v, p: check_real(v, p, KIND, low=0.0, low_open=True))
-            levels = tuple(math.exp(-e) for e in eps)
+            levels = tuple(alpha_from_epsilon(e, "epsilons", KIND) for e in eps)
         if any(b <= a for a, b in zip(levels[:-1], levels[1:])):
             name = "alphas" if self.alphas is not None else "epsilons"
             order = "strictly increasing" if self.alphas is not None else "strictly decreasing"

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpopt.limits import check_memory
 from dpopt.privacy import resolve_privacy
 from dpopt.validation import check_choice, check_int
 
@@ -56,6 +57,10 @@ class NoiseAdding:
         level = resolve_privacy(self.alpha, self.epsilon, KIND)
         check_choice(self.cost, "cost", KIND, COSTS)
         m = 2 * delta if self.window is None else check_int(self.window, "window", KIND, low=delta)
+        # every method builds the mechanism matrix for true values 0..Delta over the window
+        # (Delta + 1 rows of 2M + 3 Delta + 1 releases) and the noise's pmf on it
+        check_memory(8.0 * 4 * (delta + 1) * (2 * m + 3 * delta + 1), "window" if self.window is not None else "sensitivity",
+                     KIND, m if self.window is not None else delta, what="the noise over the window")
         object.__setattr__(self, "sensitivity", delta)
         object.__setattr__(self, "level", level)
         object.__setattr__(self, "epsilon", level.epsilon)

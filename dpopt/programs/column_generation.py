@@ -75,6 +75,7 @@ from dpopt.mechanisms.factored import FactoredMechanism, group_ranks
 from dpopt.mechanisms.geometric import column_weights
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.geometric_moments import kernel_moments
+from dpopt.solvers import new_highs
 from dpopt.validation import SolverError, check_int, check_real
 
 __all__ = ["ColumnGenerationResult", "solve_by_column_generation", "lagrangian_costs"]
@@ -589,9 +590,7 @@ HIGHS_OPTIONS = {
 class _Master:
     def __init__(self, form: _Form) -> None:
         self.form = form
-        self.h = highspy.Highs()
-        for key, value in {**HIGHS_OPTIONS, **form.highs_options}.items():
-            self.h.setOptionValue(key, value)
+        self.h = new_highs({**HIGHS_OPTIONS, **form.highs_options})
         lower, upper = np.array(form.row_lower), np.array(form.row_upper)
         empty = np.zeros(lower.size, dtype=np.int32)
         self.h.addRows(lower.size, lower, upper, 0, empty, np.zeros(0, np.int32), np.zeros(0))

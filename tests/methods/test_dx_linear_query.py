@@ -50,7 +50,16 @@ def test_cli_solve_compare_sample(capsys):
         (dict(n=10, query=[1.0, 2.0, 3.0], metric={"type": "matrix", "values": [[0, 1], [1, 0]]}), "query"),
         (dict(n=10, query=[1.0, 2.0], metric={"type": "uniform"}, histogram=[3, 3]), "histogram"),
         (dict(n=0, query=[1.0, 2.0], metric={"type": "uniform"}), "n"),
-        (dict(n=10, query=[1.0, 2.0], metric={"type": "matrix", "values": [[0, -1], [-1, 0]]}), "matrix"),
+        (dict(n=10, query=[1.0, 2.0], metric={"type": "matrix", "values": [[0, -1], [-1, 0]]}), "metric.values"),
+        (dict(n=10, query=[1.0, 2.0], metric={"type": "matrix", "values": [[0, float("nan")], [float("nan"), 0]]}), "metric.values"),
+        (dict(n=10, query=[1.0, 2.0], metric={"type": "matrix", "values": [[0, float("inf")], [float("inf"), 0]]}), "metric"),
+        (dict(n=10, query=[1.0, 2.0, 3.0], metric={"type": "graph", "edges": [[0, 1, float("nan")], [1, 2, 1.0]]}), "edges"),
+        (dict(n=10, query=["1", "2"], metric={"type": "uniform"}), "query"),
+        (dict(n=10, query=[[1.0, 2.0], [1.0]], metric={"type": "uniform"}), "query"),
+        (dict(n=10, query=[1.0, 2.0], metric={"type": "euclidean", "coordinates": [[0.0], ["x"]]}), "coordinates"),
+        (dict(n=10, query=[1.0, 2.0], metric={"type": "dates", "values": ["1", "2"]}), "values"),
+        (dict(n=10, query=[1.0, 2.0], metric={"type": ["uniform"]}), "metric.type"),
+        (dict(n=10, query=[1.0, 2.0], metric={"type": "matrix", "values": [[0, 1], [1, 0]], "closure": "yes"}), "metric.closure"),
     ],
 )
 def test_invalid_problems_name_the_field(fields, parameter):

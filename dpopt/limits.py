@@ -1,0 +1,67 @@
+"""Size limits, checked before any work starts (DESIGN.md: "Work and memory are estimated
+before a solve starts, and what cannot fit is refused naming the parameter and the limit").
+
+Each problem kind checks the sizes it allocates at construction, and each registered
+method declares an estimate of the peak memory it needs (``Method.memory``), which
+:func:`dpopt.solve` compares with :data:`MEMORY_LIMIT` before running it. Estimates are
+deliberately generous upper bounds; a refused problem names the parameter that drives
+the size, the estimate and the limit. Large work that fits may run.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dpopt.validation import fail
+
+__all__ = [
+    "MEMORY_LIMIT",
+    "MAX_PROBLEM_FILE_BYTES",
+    "MAX_RELEASES",
+    "MAX_COUNT",
+    "MAX_UNIVERSE",
+    "check_memory",
+    "memory_limit",
+]
+
+#: Problem files larger than this are refused unread (the largest example is ~3 KB).
+MAX_PROBLEM_FILE_BYTES = 1 << 20
+#: Largest number of releases one call of ``sample`` (and ``dpopt sample --count``) draws.
+MAX_RELEASES = 1_000_000
+#: Largest n of a count query (the support alone is n + 1 integers); the routes'
+#: memory estimates refuse far smaller n for the dense methods.
+MAX_COUNT = 10_000_000
+#: Largest universe (d_X elements, finite-query datasets): N x N metrics are built.
+MAX_UNIVERSE = 20_000
+
+
+def memory_limit() -> int:
+    """Bytes a single solve may plan to use: ``DPOPT_MEMORY_LIMIT`` or half the machine's RAM."""
+    configured = os.environ.get("DPOPT_MEMORY_LIMIT")
+    if configured:
+        try:
+            return max(1, int(float(configured)))
+        except ValueError:
+            raise fail("DPOPT_MEMORY_LIMIT", "environment", "a number of bytes", configured) from None
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - no sysconf (not seen)
+        return 8 << 30
+
+
+MEMORY_LIMIT = memory_limit()
+
+
+def check_memory(estimate: float, parameter: str, owner: str, value: Any, *, what: str) -> None:
+    """Refuse ``value`` of ``parameter`` if ``what`` needs more than :data:`MEMORY_LIMIT` bytes."""
+    limit = memory_limit()
+    if estimate > limit:
+        raise fail(
+            parameter,
+            owner,
+            f"small enough for {what} to fit in the memory limit "
+            f"({limit / 2**30:.3g} GiB; this needs about {estimate / 2**30:.3g} GiB; "
+            "set DPOPT_MEMORY_LIMIT in bytes to change it)",
+            value,
+        )
