@@ -9,9 +9,12 @@ refuses a file whose mechanism no longer passes it.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,10 +24,10 @@ import pandas as pd
 from dpopt.certificates import certify
 from dpopt.validation import DPOptError, fail
 
-__all__ = ["EXPORT_FORMATS", "check_export_path", "export_solution", "read_solution"]
+__all__ = ["EXPORT_FORMATS", "ExportFileError", "StoredSolution", "check_export_path", "export_solution", "read_solution"]
 
 EXPORT_FORMATS = (".csv", ".json", ".parquet", ".npz")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def check_export_path(path: str | os.PathLike[str]) -> Path:
@@ -117,7 +120,13 @@ def export_solution(solution: Any, path: str | os.PathLike[str], *, dense: bool 
         meta["factored"] = {"n": solution.factored.n, "alpha": solution.factored.alpha}
         frame = _remap_frame(solution.factored)
     else:
+        if solution.factored is not None:
+            from dpopt.limits import check_memory
+
+            size = solution.factored.n + 1
+            check_memory(8.0 * 4 * size**2, "dense", "export", True, what=f"the dense {size} x {size} matrix")
         frame = solution.mechanism
+    meta["digest"] = content_digest(meta, frame)
     suffix = target.suffix.lower()
     writes: list[tuple[Path, Callable[[str], None]]] = []
     if suffix == ".csv":
@@ -134,24 +143,16 @@ def export_solution(solution: Any, path: str | os.PathLike[str], *, dense: bool 
 
 
 def _write_parameters(solution: Any, target: Path, meta: dict[str, Any]) -> None:
-    """A calibration's parameters: JSON (with the metadata) or CSV (parameter, value) + meta.json."""
-    suffix = target.suffix.lower()
-    if suffix not in (".json", ".csv"):
-        raise fail("export", "export", "a .json or .csv path for a parameter solution (no matrix to write)", str(target))
+    """A parameter solution (calibration, d_X scales): JSON only, with the metadata and digest."""
+    if target.suffix.lower() != ".json":
+        raise fail("export", "export", "a .json path for a parameter solution (no matrix to write; .json reads back)", str(target))
     params = {k: v for k, v in solution.parameters.items()}
     transformed = solution.details.get("transformed")
     if isinstance(transformed, np.ndarray):  # d_X: the file must carry Q' so it can be re-certified on read
         params["transformed_query"] = transformed.tolist()
-    if suffix == ".json":
-        _commit([(target, lambda p: Path(p).write_text(json.dumps({**meta, "parameters": params})))])
-        return
-    frame = pd.DataFrame({"parameter": list(params), "value": [str(v) for v in params.values()]})
-    _commit(
-        [
-            (target, lambda p: frame.to_csv(p, index=False)),
-            (Path(f"{target}.meta.json"), lambda p: Path(p).write_text(json.dumps(meta, indent=2))),
-        ]
-    )
+    meta["parameters"] = params
+    meta["digest"] = content_digest(meta, None)
+    _commit([(target, lambda p: Path(p).write_text(json.dumps(meta)))])
 
 
 def _commit(writes: list[tuple[Path, Callable[[str], None]]]) -> None:
@@ -198,116 +199,184 @@ def _write_npz(frame: pd.DataFrame, meta: dict[str, Any], path: str, *, factored
         )
 
 
-def _read(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read a file once: its table and metadata.
+class ExportFileError(DPOptError, ValueError):
+    """A file given to :func:`read_solution` is corrupt, modified, or not what it claims."""
 
-    The table is the long remap (``from``, ``to``, ``probability``) when the metadata
-    has a ``factored`` entry, else the labelled mechanism matrix.
+    def __init__(self, path: Any, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+
+
+@dataclass(frozen=True)
+class StoredSolution:
+    """What a file holds, before anything in it is trusted.
+
+    ``table`` is the labelled mechanism matrix, or the long remap (``from``, ``to``,
+    ``probability``) when ``meta`` has a ``factored`` entry, or None for parameters.
     """
+
+    path: Path
+    meta: dict[str, Any]
+    table: pd.DataFrame | None
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.meta["summary"]
+
+    def fail(self, problem: str) -> ExportFileError:
+        return ExportFileError(self.path, problem)
+
+
+def _plain(values: Any) -> list[Any]:
+    return [v.item() if isinstance(v, np.generic) else v for v in values]
+
+
+def content_digest(meta: dict[str, Any], table: pd.DataFrame | None) -> str:
+    """SHA-256 over a file's canonical content: its metadata (but the digest) and its table.
+
+    The same for every format (floats are hashed as float64 bytes, labels as JSON), so a
+    file's digest can be recomputed from what is read and compared with the stored one.
+    """
+    body = {k: v for k, v in meta.items() if k != "digest"}
+    h = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+    if table is not None:
+        h.update(json.dumps([_plain(table.index), _plain(table.columns)], default=str).encode())
+        for name in table.columns:
+            column = table[name].to_numpy()
+            h.update(np.ascontiguousarray(column, dtype=np.int64 if column.dtype.kind in "iu" else float).tobytes())
+    return h.hexdigest()
+
+
+def _read(path: Path) -> StoredSolution:
+    """Parse a file once (any parser failure is the caller's to turn into one error)."""
     suffix = path.suffix.lower()
+    table: pd.DataFrame | None
     if suffix == ".csv":
-        meta = json.loads(Path(f"{path}.meta.json").read_text())
-        frame = pd.read_csv(path) if "factored" in meta else pd.read_csv(path, index_col=0)
+        meta = json.loads(_bounded(Path(f"{path}.meta.json")).read_text())
+        if "parameters" in meta:
+            raise ExportFileError(path, "parameter solutions are exported as .json only")
+        # cells as text, converted by numpy's correctly rounded parser: every float64
+        # written by to_csv (shortest repr) reads back bit for bit, on any pandas
+        text = pd.read_csv(path, dtype=str, keep_default_na=False)
+        if "factored" in meta:
+            table = pd.DataFrame({name: text[name].to_numpy(dtype=float if name == "probability" else np.int64) for name in ("from", "to", "probability")})
+        else:
+            values = text.iloc[:, 1:].to_numpy(dtype=float)
+            table = pd.DataFrame(values, index=text.iloc[:, 0].to_numpy(dtype=np.int64), columns=list(text.columns[1:]))
     elif suffix == ".json":
         meta = json.loads(path.read_text())
-        frame = pd.DataFrame(meta["remap"]) if "factored" in meta else _frame_from_dict(meta["mechanism"])
+        if "parameters" in meta:
+            table = None
+        elif "factored" in meta:
+            table = pd.DataFrame(meta.pop("remap"))
+        else:
+            table = _frame_from_dict(meta.pop("mechanism"))
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        table = pq.read_table(path)
-        meta = json.loads(table.schema.metadata[b"dpopt"])
-        frame = table.to_pandas()
+        arrow = pq.read_table(path)
+        meta = json.loads(arrow.schema.metadata[b"dpopt"])
+        table = arrow.to_pandas()
     else:
-        with np.load(path, allow_pickle=False) as data:
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
             meta = json.loads(str(data["metadata"]))
             if "factored" in meta:
-                frame = pd.DataFrame({name: data[name] for name in ("from", "to", "probability")})
+                table = pd.DataFrame({name: data[name] for name in ("from", "to", "probability")})
             else:
-                frame = pd.DataFrame(data["mechanism"], index=data["index"], columns=data["columns"])
-    if "factored" in meta:
-        return frame, meta
-    from dpopt.solution import mechanism_frame
+                table = pd.DataFrame(data["mechanism"], index=data["index"], columns=data["columns"])
+    if not isinstance(meta, dict) or meta.get("format") != "dpopt-solution":
+        raise ExportFileError(path, "not a dpopt export (no 'format': 'dpopt-solution' metadata)")
+    if table is not None and "factored" not in meta:
+        from dpopt.solution import mechanism_frame
 
-    columns = [int(c) if str(c).lstrip("-").isdigit() else c for c in frame.columns]
-    return mechanism_frame(frame.to_numpy(dtype=float), list(frame.index), columns), meta
+        columns = [int(c) if str(c).lstrip("-").isdigit() else c for c in table.columns]
+        table = mechanism_frame(table.to_numpy(dtype=float), _plain(table.index), columns)
+    return StoredSolution(path=path, meta=meta, table=table)
 
 
-def read_solution(path: str | os.PathLike[str]) -> Any:
-    """Read a file written by :func:`export_solution` back into a Solution.
+#: Exports larger than this are refused unread (a dense n = 10,000 matrix is ~1.6 GB as CSV).
+MAX_EXPORT_BYTES = 4 << 30
 
-    The certificate is measured again on the matrix read; a file whose mechanism
-    fails it (corrupted or edited) is refused.
+
+def _bounded(path: Path) -> Path:
+    import stat
+
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise ExportFileError(path, "not a regular file")
+    if info.st_size > MAX_EXPORT_BYTES:
+        raise ExportFileError(path, f"{info.st_size:,} bytes, more than the {MAX_EXPORT_BYTES:,} an export may have")
+    return path
+
+
+def read_solution(path: str | os.PathLike[str], *, recertify: bool = False) -> Any:
+    """Read a file written by :func:`export_solution` back into a certified Solution.
+
+    Nothing stored is trusted. The file must parse as a dpopt export (any parser
+    failure, truncation or missing part raises one :class:`ExportFileError` naming the
+    file); its content must match the digest written at export (an edited file is
+    refused unless ``recertify=True``); and the Solution is rebuilt by its problem
+    kind's reader, which checks shapes against the problem, re-measures the
+    certificate, recomputes the objective and every derived figure, and re-checks
+    chains and remaps. A mechanism that fails its certificate is refused either way.
+
+    Parameters
+    ----------
+    path : str or path
+        A ``.csv`` (with ``<path>.meta.json``), ``.json``, ``.parquet`` or ``.npz`` export.
+    recertify : bool
+        Accept a file whose digest does not match (edited by hand, or by another tool)
+        if everything re-verified on it passes.
     """
-    from dpopt.mechanisms.multilevel import sample_chain
     from dpopt.problem_files import problem_from_dict
-    from dpopt.solution import Solution
+    from dpopt.registry import reader_for
 
-    file = Path(path)
-    if file.suffix.lower() not in EXPORT_FORMATS or not file.exists():
+    file = Path(path) if isinstance(path, (str, os.PathLike)) else None
+    if file is None or not str(path) or file.suffix.lower() not in EXPORT_FORMATS or not file.exists():
         raise fail("path", "read_solution", "an existing file ending in " + ", ".join(EXPORT_FORMATS), str(path))
-    if file.suffix.lower() == ".json":
-        meta = json.loads(file.read_text())
-        if "parameters" in meta:
-            return _read_parameters(meta, file)
-    table, meta = _read(file)
-    problem = problem_from_dict(meta["problem"], origin=file.name)
-    if "factored" in meta:
-        frame, factored = None, _factored_from_frame(table, meta)
-        cert = factored.certificate(problem.epsilon)
-    else:
-        frame, factored = table, None
-        cert = certify(frame.to_numpy(), problem.epsilon, method="measured on read")
-    if not cert.ok:
-        raise DPOptError(f"{file}: the mechanism read fails its privacy certificate ({cert.max_privacy_loss} > {cert.target}).")
-    details: dict[str, Any] = {}
-    for key, table in meta.get("tables", {}).items():
-        details[key] = [_frame_from_dict(t) for t in table] if isinstance(table, list) else _frame_from_dict(table)
-    sampler = None
-    if "remaps" in details and frame is not None:
-        first, remaps = frame.to_numpy(), [t.to_numpy() for t in details["remaps"]]
-        sampler = lambda row, count, source: sample_chain(first, remaps, row, count, source)  # noqa: E731
-    summary = meta["summary"]
-    return Solution(
-        problem=problem,
-        method=summary["method"],
-        exact=summary["exact"],
-        solver=summary["solver"],
-        status=summary["status"],
-        seconds=summary["seconds"],
-        objective=summary["objective"] if summary["objective"] is not None else float("inf"),
-        certificate=cert,
-        dense=frame,
-        factored=factored,
-        details=details,
-        sampler=sampler,
-    )
-
-
-def _read_parameters(meta: dict[str, Any], file: Path) -> Any:
-    """A parameter solution (calibration, d_X scales) read back and re-certified.
-
-    A calibration is recomputed from its problem and must reproduce the exported
-    scale; d_X scales are checked against every pair of the metric. Either failure
-    refuses the file.
-    """
-    import dataclasses
-
-    from dpopt.problem_files import problem_from_dict
-    from dpopt.registry import solve
-
-    problem = problem_from_dict(meta["problem"], origin=file.name)
-    params = meta["parameters"]
-    summary = meta["summary"]
-    if problem.kind == "calibration":
-        fresh = solve(problem, summary["method"])
-        if not np.isclose(fresh.parameters["scale"], params["scale"], rtol=1e-9, atol=0.0):
-            raise DPOptError(f"{file}: the scale read ({params['scale']}) is not the calibration of its problem ({fresh.parameters['scale']}).")
-        return dataclasses.replace(fresh, seconds=summary["seconds"])
-    from dpopt.methods.dx_linear_query import dx_solution
-
-    transformed = np.asarray(params["transformed_query"], dtype=float)
-    scales = np.asarray(params["scales"], dtype=float)
-    solution = dx_solution(problem, transformed, scales, summary["method"], solver=summary["solver"])
+    try:
+        stored = _read(_bounded(file))
+        summary = stored.summary
+        if not isinstance(summary, dict) or not isinstance(stored.meta.get("problem"), dict):
+            raise stored.fail("no 'summary' and 'problem' tables in its metadata")
+    except DPOptError:
+        raise
+    except Exception as exc:  # any parser's failure on a corrupt or truncated file
+        raise ExportFileError(file, f"not a readable dpopt export ({type(exc).__name__}); it may be truncated or corrupt") from None
+    if not recertify and stored.meta.get("digest") != content_digest(stored.meta, stored.table):
+        raise stored.fail("its content does not match the digest written at export (the file was modified); "
+                          "read_solution(..., recertify=True) re-verifies it instead")
+    problem = problem_from_dict(stored.meta["problem"], origin=str(file))
+    try:
+        solution = reader_for(problem.kind)(problem, stored)
+    except DPOptError as exc:
+        if isinstance(exc, ExportFileError):
+            raise
+        raise stored.fail(f"its content is not a valid {problem.kind} solution ({exc})") from None
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise stored.fail(f"its content is not a valid {problem.kind} solution ({type(exc).__name__}: {exc})") from None
     if not solution.certificate.ok:
-        raise DPOptError(f"{file}: the scales read fail the d_X privacy check (worst ratio {solution.certificate.max_privacy_loss}).")
-    return dataclasses.replace(solution, seconds=summary["seconds"], exact=summary["exact"], status=summary["status"])
+        raise stored.fail(
+            f"the mechanism read fails its privacy certificate ({solution.certificate.max_privacy_loss} > {solution.certificate.target})"
+        )
+    seconds = summary.get("seconds")
+    return dataclasses.replace(solution, seconds=float(seconds) if isinstance(seconds, (int, float)) else float("nan"))
+
+
+def stored_fields(stored: StoredSolution) -> dict[str, Any]:
+    """The fields a reader takes from a file as informational: method, solver, status.
+
+    (``seconds`` is set by :func:`read_solution` for every kind.)"""
+    summary = stored.summary
+    fields = {key: summary[key] for key in ("method", "solver", "status")}
+    if not all(isinstance(v, str) for v in fields.values()):
+        raise stored.fail("its summary's method, solver and status are not strings")
+    return fields
+
+
+def check_labels(stored: StoredSolution, rows: list[Any], columns: list[Any]) -> np.ndarray:
+    """The stored matrix, refused unless its labels are exactly ``rows`` and ``columns``."""
+    frame = stored.table
+    if frame is None or list(frame.index) != list(rows) or list(frame.columns) != list(columns):
+        shape = None if frame is None else frame.shape
+        raise stored.fail(f"its matrix does not have the problem's shape ({len(rows)} x {len(columns)}; read {shape})")
+    return frame.to_numpy(dtype=float)

@@ -7,6 +7,7 @@ notebooks and benchmarks: ``title``, ``source`` (paper, table, equation) and
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,8 @@ from dpopt.problems.count_query import CountQuery
 from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.problems.multi_level import MultiLevelRelease
 from dpopt.problems.noise_adding import NoiseAdding
-from dpopt.validation import DPOptError, InvalidParameterError, fail
+from dpopt.limits import MAX_PROBLEM_FILE_BYTES
+from dpopt.validation import fail, read_text_file
 
 __all__ = ["ProblemFile", "load_problem", "read_problem_file", "problem_from_dict", "PROBLEM_KINDS"]
 
@@ -42,8 +44,19 @@ class ProblemFile:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+def required_fields(constructor: Callable[..., Any]) -> tuple[str, ...]:
+    """The fields a problem kind cannot do without (dataclass fields with no default)."""
+    return tuple(
+        f.name
+        for f in dataclasses.fields(constructor)
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+
+
 def problem_from_dict(data: dict[str, Any], origin: str = "problem file") -> Any:
     """Build a problem from a dict with ``kind`` and the kind's fields (metadata keys ignored)."""
+    if not isinstance(data, dict):
+        raise fail("problem", origin, "a table of fields with 'kind' first", type(data).__name__)
     if "kind" not in data:
         raise fail("kind", origin, "present, one of " + ", ".join(repr(k) for k in PROBLEM_KINDS), None)
     kind = data["kind"]
@@ -53,6 +66,9 @@ def problem_from_dict(data: dict[str, Any], origin: str = "problem file") -> Any
     unknown = sorted(set(data) - set(allowed) - {"kind", *METADATA_KEYS})
     if unknown:
         raise fail(unknown[0], origin, f"absent: {kind} accepts " + ", ".join(allowed), data[unknown[0]])
+    missing = [name for name in required_fields(constructor) if name not in data]
+    if missing:
+        raise fail(missing[0], kind, "given (required field of a " + kind + " problem)", None)
     return constructor(**{key: data[key] for key in allowed if key in data})
 
 
@@ -64,24 +80,16 @@ def read_problem_file(path: str | Path) -> ProblemFile:
     InvalidParameterError
         For a missing or unreadable file, invalid TOML, or any invalid field.
     """
+    text = read_text_file(path, "PROBLEM", "dpopt", max_bytes=MAX_PROBLEM_FILE_BYTES, what="a TOML problem file")
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise fail("PROBLEM", "dpopt", "a readable TOML problem file", f"{path} ({exc.strerror})") from None
-    try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except tomllib.TOMLDecodeError as exc:  # its message gives line and column, not content
         raise fail("PROBLEM", "dpopt", "valid TOML", f"{path}: {exc}") from None
     metric = data.get("metric")
-    if isinstance(metric, dict) and metric.get("type") == "csv" and "path" in metric:
-        metric["path"] = str((file.parent / str(metric["path"])).resolve())  # relative to the problem file
-    try:
-        problem = problem_from_dict(data, origin=file.name)
-    except InvalidParameterError:
-        raise
-    except (DPOptError, TypeError) as exc:  # pragma: no cover - defensive
-        raise fail("PROBLEM", "dpopt", "a valid problem", str(exc)) from None
+    if isinstance(metric, dict) and metric.get("type") == "csv" and isinstance(metric.get("path"), str):
+        metric["path"] = str((file.parent / metric["path"]).resolve())  # relative to the problem file
+    problem = problem_from_dict(data, origin=file.name)
     return ProblemFile(problem=problem, path=file, metadata={k: data[k] for k in METADATA_KEYS if k in data})
 
 

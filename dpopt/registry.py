@@ -16,7 +16,7 @@ import pandas as pd
 
 from dpopt.validation import InvalidParameterError, fail
 
-__all__ = ["Method", "register", "methods_for", "solve", "compare", "compare_table", "price_of_closed_form", "REGISTRY"]
+__all__ = ["Method", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_table", "price_of_closed_form", "REGISTRY"]
 
 
 class Problem(Protocol):
@@ -66,6 +66,27 @@ class Method:
 
 
 REGISTRY: dict[str, dict[str, Method]] = {}
+#: kind -> ``read(problem, stored) -> Solution``: rebuilds a Solution from an export,
+#: recomputing every figure (see :func:`dpopt.export.read_solution`).
+READERS: dict[str, Callable[..., Any]] = {}
+
+
+def register_reader(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator registering the export reader of ``kind``."""
+
+    def decorate(read: Callable[..., Any]) -> Callable[..., Any]:
+        if kind in READERS:
+            raise ValueError(f"a reader of {kind} is registered twice")
+        READERS[kind] = read
+        return read
+
+    return decorate
+
+
+def reader_for(kind: str) -> Callable[..., Any]:
+    """The export reader of ``kind`` (every registered kind has one)."""
+    _load_methods()
+    return READERS[kind]
 
 
 def _always(_: Any) -> bool:

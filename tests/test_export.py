@@ -75,8 +75,10 @@ def test_edited_file_fails_its_certificate_on_read(tmp_path, solution):
     data = json.loads(path.read_text())
     data["mechanism"]["data"][0] = [1.0, 0.0, 0.0, 0.0, 0.0]
     path.write_text(json.dumps(data))
-    with pytest.raises(DPOptError, match="certificate"):
+    with pytest.raises(DPOptError, match="digest"):
         read_solution(path)
+    with pytest.raises(DPOptError, match="certificate"):
+        read_solution(path, recertify=True)
 
 
 def test_edited_factored_file_fails_its_certificate_on_read(tmp_path, solution):
@@ -86,8 +88,10 @@ def test_edited_factored_file_fails_its_certificate_on_read(tmp_path, solution):
     data = json.loads(path.read_text())
     data["remap"]["probability"][0] = 5.0
     path.write_text(json.dumps(data))
-    with pytest.raises(DPOptError, match="certificate"):
+    with pytest.raises(DPOptError, match="digest"):
         read_solution(path)
+    with pytest.raises(DPOptError, match="row-stochastic"):
+        read_solution(path, recertify=True)
 
 
 @pytest.mark.parametrize("suffix", FORMATS)
@@ -112,8 +116,10 @@ def test_parameter_solutions_round_trip_and_are_recertified(tmp_path):
     data = json.loads((tmp_path / "cal.json").read_text())
     data["parameters"]["scale"] *= 0.5  # an edited file: half the noise
     (tmp_path / "edited.json").write_text(json.dumps(data))
-    with pytest.raises(DPOptError, match="not the calibration"):
+    with pytest.raises(DPOptError, match="digest"):
         read_solution(tmp_path / "edited.json")
+    with pytest.raises(DPOptError, match="not the calibration"):
+        read_solution(tmp_path / "edited.json", recertify=True)
 
     dx = dpopt.solve(load_problem(PROBLEMS / "dx_example1.toml"), "psa")
     dx.export(str(tmp_path / "dx.json"))
@@ -122,5 +128,111 @@ def test_parameter_solutions_round_trip_and_are_recertified(tmp_path):
     data = json.loads((tmp_path / "dx.json").read_text())
     data["parameters"]["transformed_query"][0] = [2 * v for v in data["parameters"]["transformed_query"][0]]
     (tmp_path / "dx_edited.json").write_text(json.dumps(data))
-    with pytest.raises(DPOptError, match="privacy check"):
+    with pytest.raises(DPOptError, match="digest"):
         read_solution(tmp_path / "dx_edited.json")
+    with pytest.raises(DPOptError, match="privacy certificate"):
+        read_solution(tmp_path / "dx_edited.json", recertify=True)
+
+
+# --- Files that were edited, truncated or corrupted (issue 12, defect classes 1, 3, 8) ---
+
+from dpopt.export import ExportFileError  # noqa: E402
+
+
+def _multi_level_json(tmp_path):
+    solution = dpopt.solve(dpopt.MultiLevelRelease(n=4, alphas=[0.25, 0.5]))
+    path = tmp_path / "chain.json"
+    solution.export(str(path))
+    return path, json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("edit", ["identity", "row_sum_6"])
+def test_edited_multi_level_remap_is_refused_even_when_recertified(tmp_path, edit):
+    """Remap 1 replaced by the identity makes level 2 equal level 1 (alpha = 0.25, not 0.5)."""
+    path, data = _multi_level_json(tmp_path)
+    table = data["tables"]["remaps"][0]["data"]
+    size = len(table)
+    if edit == "identity":
+        data["tables"]["remaps"][0]["data"] = np.eye(size).tolist()
+    else:
+        table[0] = [6.0 / size] * size
+    path.write_text(json.dumps(data))
+    with pytest.raises(ExportFileError, match="digest"):
+        read_solution(path)
+    with pytest.raises(ExportFileError, match="not G at its alpha" if edit == "identity" else "row-stochastic"):
+        read_solution(path, recertify=True)
+
+
+def test_replaced_mechanism_is_refused_and_objective_is_recomputed(tmp_path, solution):
+    path = tmp_path / "m.json"
+    solution.export(str(path), dense=True)
+    data = json.loads(path.read_text())
+    size = len(data["mechanism"]["data"])
+    data["mechanism"]["data"] = (np.ones((size, size)) / size).tolist()  # the uniform mechanism: private, useless
+    path.write_text(json.dumps(data))
+    with pytest.raises(ExportFileError, match="digest"):
+        read_solution(path)
+    back = read_solution(path, recertify=True)
+    expected = max(sum(abs(i - r) / size for r in range(size)) for i in solution.problem.support)
+    assert back.objective == pytest.approx(expected, rel=1e-12)  # not the stored objective
+    assert back.objective > solution.objective + 0.1
+
+
+def test_edited_alpha_cannot_loosen_the_target(tmp_path, solution):
+    path = tmp_path / "m.json"
+    solution.export(str(path), dense=True)
+    data = json.loads(path.read_text())
+    data["problem"]["alpha"] = 0.01
+    path.write_text(json.dumps(data))
+    with pytest.raises(ExportFileError, match="digest"):
+        read_solution(path)
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+def test_corrupt_files_raise_one_error_naming_the_file(tmp_path, solution, suffix, damage):
+    path = tmp_path / f"m{suffix}"
+    solution.export(str(path), dense=True)
+    raw = path.read_bytes()
+    path.write_bytes({"truncate": raw[: len(raw) // 2], "garbage": b"\x00\xff" * 40, "empty": b""}[damage])
+    with pytest.raises(ExportFileError) as info:
+        read_solution(path)
+    assert str(path) in str(info.value)
+
+
+def test_csv_with_a_row_deleted_or_cut_is_refused(tmp_path, solution):
+    path = tmp_path / "m.csv"
+    solution.export(str(path), dense=True)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(ExportFileError):
+        read_solution(path)
+    with pytest.raises(ExportFileError, match="shape"):
+        read_solution(path, recertify=True)
+
+
+def test_json_with_n_edited_is_refused(tmp_path, solution):
+    path = tmp_path / "m.json"
+    solution.export(str(path), dense=True)
+    data = json.loads(path.read_text())
+    data["problem"]["n"] = 2
+    data["problem"].pop("side_information", None)
+    path.write_text(json.dumps(data))
+    with pytest.raises(ExportFileError):
+        read_solution(path, recertify=True)
+
+
+def test_parameter_solutions_refuse_csv_at_export(tmp_path):
+    cal = dpopt.solve(dpopt.Calibration(mechanism="laplace", epsilon=1.0))
+    with pytest.raises(InvalidParameterError, match="'export'"):
+        cal.export(str(tmp_path / "cal.csv"))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_noise_adding_round_trips_through_its_pmf(tmp_path, suffix):
+    solution = dpopt.solve(dpopt.NoiseAdding(sensitivity=2, epsilon=1.0))
+    solution.export(str(tmp_path / f"n{suffix}"))
+    back = read_solution(tmp_path / f"n{suffix}")
+    assert back.objective == solution.objective and back.certificate.ok
+    np.testing.assert_array_equal(back.sample(5, 20, rng=3), solution.sample(5, 20, rng=3))

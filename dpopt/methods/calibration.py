@@ -25,7 +25,8 @@ from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.laplace import LaplaceMechanism, TruncatedLaplaceMechanism
 from dpopt.mechanisms.staircase import StaircaseMechanism
 from dpopt.problems.calibration import Calibration
-from dpopt.registry import register
+from dpopt.export import StoredSolution
+from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution
 
@@ -153,3 +154,15 @@ def solve_closed_form(problem: Calibration, solver: str | None, repair: bool) ->
         sampler=sampler,
         integer_inputs=problem.mechanism == "geometric",
     )
+
+
+@register_reader(KIND)
+def read_calibration(problem: Calibration, stored: StoredSolution) -> Solution:
+    """Recompute the calibration of the file's problem; the stored scale must be that one."""
+    import dataclasses
+
+    fresh = solve_closed_form(problem, None, True)
+    stored_scale = stored.meta["parameters"]["scale"]
+    if not isinstance(stored_scale, (int, float)) or not np.isclose(fresh.parameters["scale"], stored_scale, rtol=1e-9, atol=0.0):
+        raise stored.fail(f"the scale read ({stored_scale}) is not the calibration of its problem ({fresh.parameters['scale']})")
+    return dataclasses.replace(fresh, method=stored.summary["method"])

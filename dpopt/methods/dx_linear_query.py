@@ -38,7 +38,9 @@ from dpopt.dx.scales import (
     surrogate_objective,
 )
 from dpopt.problems.dx_linear_query import DXLinearQuery
-from dpopt.registry import register
+from dpopt.export import StoredSolution
+from dpopt.registry import register, register_reader
+from dpopt.validation import check_array
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution
 
@@ -158,3 +160,17 @@ def solve_alternating(problem: DXLinearQuery, solver: str | None, repair: bool) 
 def solve_exact_improvement(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     c, report = solve_exact(problem.matrix, problem.metric, solver=solver, objective="improvement")
     return dx_solution(problem, _transformed(problem, c), c, "exact_improvement", solver=solver or "CLARABEL", extra=report.to_dict())
+
+
+@register_reader(KIND)
+def read_dx_linear_query(problem: DXLinearQuery, stored: StoredSolution) -> Solution:
+    """Re-check stored scales c and Q' against every pair of the problem's metric."""
+    import dataclasses
+
+    params, summary = stored.meta["parameters"], stored.summary
+    transformed = check_array(params["transformed_query"], "transformed_query", KIND, ndim=2)
+    scales = check_array(params["scales"], "scales", KIND, ndim=1, low=0.0)
+    if transformed.shape != problem.matrix.shape or scales.shape != (problem.queries,):
+        raise stored.fail(f"its scales and Q' do not have the workload's shape (K = {problem.queries}, N = {problem.metric.size})")
+    solution = dx_solution(problem, transformed, scales, summary["method"], solver=summary["solver"])
+    return dataclasses.replace(solution, exact=bool(summary["exact"]), status=str(summary["status"]))

@@ -24,7 +24,9 @@ from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.staircase import DiscreteStaircaseMechanism
 from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.programs.noise_adding import build_noise_program, mass_vector, repair_window
-from dpopt.registry import register
+from dpopt.export import StoredSolution, check_labels, stored_fields
+from dpopt.registry import register, register_reader
+from dpopt.validation import check_array
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution, mechanism_frame
 from dpopt.solvers import run_program
@@ -143,3 +145,18 @@ def solve_geometric(problem: NoiseAdding, solver: str | None, repair: bool) -> S
 @register(KIND, "laplace_rounded", exact=False, uses_solver=False, cost=lambda p: 1.0, summary="Laplace(Delta/epsilon) rounded to the nearest integer")
 def solve_laplace_rounded(problem: NoiseAdding, solver: str | None, repair: bool) -> Solution:
     return _closed_form(problem, rounded_laplace_noise(problem), "laplace_rounded")
+
+
+@register_reader(KIND)
+def read_noise_adding(problem: NoiseAdding, stored: StoredSolution) -> Solution:
+    """Rebuild exported noise from its pmf on the window; the matrix stored must be the one it gives."""
+    pmf = check_array(stored.summary["noise_pmf"], "noise_pmf", KIND, ndim=1, low=0.0)
+    if pmf.size != 2 * problem.window + 1:
+        raise stored.fail(f"its noise pmf has {pmf.size} values, not the 2M + 1 = {2 * problem.window + 1} of its window")
+    noise = PeriodicNoise(pmf, problem.sensitivity, problem.alpha)
+    solution = _solution(problem, noise, certify_noise(noise, problem.epsilon), **stored_fields(stored))
+    x = check_labels(stored, list(solution.mechanism.index), list(solution.mechanism.columns))
+    if np.abs(x - solution.mechanism.to_numpy()).max() > 1e-12:
+        raise stored.fail("its matrix is not the one its noise pmf gives")
+    solution.details["read_from"] = str(stored.path)
+    return solution
