@@ -32,6 +32,8 @@ FORMAT_VERSION = 2
 
 def check_export_path(path: str | os.PathLike[str]) -> Path:
     """Validate an export path before any work is done."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise fail("export", "dpopt", "a path ending in " + ", ".join(EXPORT_FORMATS), path)
     target = Path(path)
     if target.suffix.lower() not in EXPORT_FORMATS:
         raise fail("export", "dpopt", "a path ending in " + ", ".join(EXPORT_FORMATS), str(path))
@@ -109,6 +111,13 @@ def export_solution(solution: Any, path: str | os.PathLike[str], *, dense: bool 
         For an unsupported suffix, a missing folder, or an uncertified mechanism.
     """
     target = check_export_path(path)
+    try:
+        _export(solution, target, dense=dense)
+    except OSError as exc:  # an unwritable folder, /proc, a full disk: nothing was left behind
+        raise fail("export", "export", "a path in a folder where dpopt can write the file(s)", f"{path} ({exc.strerror or exc})") from None
+
+
+def _export(solution: Any, target: Path, *, dense: bool) -> None:
     if not solution.certificate.ok:
         raise fail("certificate", "export", "a passing privacy certificate (ok = true)", solution.certificate.to_dict())
     meta = _metadata(solution)
@@ -156,17 +165,34 @@ def _write_parameters(solution: Any, target: Path, meta: dict[str, Any]) -> None
 
 
 def _commit(writes: list[tuple[Path, Callable[[str], None]]]) -> None:
-    """Write every file to a temporary name, then move them all into place (nothing half-written)."""
-    temps = []
+    """Write every file to a temporary name, then move them all into place: all or nothing.
+
+    A destination that cannot be replaced (a folder of that name, no write permission)
+    is found before anything is moved; if a move still fails, the files already moved
+    are removed again, so a several-file export never lands half.
+    """
+    temps: list[tuple[str, Path]] = []
     try:
         for dest, write in writes:
             temps.append((_atomic_write(dest, write), dest))
+        for _, dest in temps:
+            if dest.is_dir() or not os.access(dest.parent, os.W_OK) or (dest.exists() and not os.access(dest, os.W_OK)):
+                raise OSError(f"cannot replace {dest}")
     except BaseException:
         for temp, _ in temps:
             os.unlink(temp)
         raise
-    for temp, dest in temps:
-        os.replace(temp, dest)
+    moved: list[Path] = []
+    try:
+        for temp, dest in temps:
+            os.replace(temp, dest)
+            moved.append(dest)
+    except BaseException:
+        for dest in moved:
+            dest.unlink(missing_ok=True)
+        for temp, _ in temps[len(moved):]:
+            Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def _write_parquet(frame: pd.DataFrame, meta: dict[str, Any], path: str, *, index: bool) -> None:

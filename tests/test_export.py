@@ -57,8 +57,34 @@ def test_failed_write_leaves_nothing(tmp_path, solution, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(export, "_write_npz", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(InvalidParameterError, match="'export'"):
         solution.export(str(tmp_path / "m.npz"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_csv_export_is_all_or_nothing(tmp_path, solution):
+    """The metadata beside y.csv cannot be written (a folder has its name): y.csv must not land."""
+    (tmp_path / "y.csv.meta.json").mkdir()
+    with pytest.raises(InvalidParameterError, match="'export'"):
+        solution.export(str(tmp_path / "y.csv"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["y.csv.meta.json"]
+
+
+def test_csv_export_rolls_back_when_a_move_fails(tmp_path, solution, monkeypatch):
+    import dpopt.export as export
+
+    real = export.os.replace
+    calls = []
+
+    def second_fails(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError("device went away")
+        real(src, dst)
+
+    monkeypatch.setattr(export.os, "replace", second_fails)
+    with pytest.raises(InvalidParameterError, match="'export'"):
+        solution.export(str(tmp_path / "y.csv"))
     assert list(tmp_path.iterdir()) == []
 
 

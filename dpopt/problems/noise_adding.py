@@ -20,11 +20,13 @@ from typing import Any
 
 from dpopt.limits import check_memory
 from dpopt.privacy import resolve_privacy
-from dpopt.validation import check_choice, check_int
+from dpopt.validation import check_choice, check_int, fail
 
 __all__ = ["NoiseAdding", "COSTS"]
 
 KIND = "noise_adding"
+#: -ln of the smallest normal double (2.2e-308) is 708.4; keep a margin.
+UNDERFLOW_EXPONENT = 700.0
 COSTS = ("absolute", "squared")
 
 
@@ -57,6 +59,14 @@ class NoiseAdding:
         level = resolve_privacy(self.alpha, self.epsilon, KIND)
         check_choice(self.cost, "cost", KIND, COSTS)
         m = 2 * delta if self.window is None else check_int(self.window, "window", KIND, low=delta)
+        # The noise decays by alpha every Delta steps; over the window and one tail period
+        # it must stay a normal double, or the pmf underflows to zeros beside non-zeros
+        # (an infinite measured privacy loss) -- e.g. epsilon = 700 with Delta = 3.
+        periods = m // delta + 2
+        if level.epsilon * periods > UNDERFLOW_EXPONENT:
+            name = "epsilon" if self.epsilon is not None else "alpha"
+            raise fail(name, KIND, f"small enough that alpha^{periods} (the window's {periods} periods) is a normal double: "
+                       f"epsilon <= {UNDERFLOW_EXPONENT / periods:.4g} for this window", getattr(self, name))
         # every method builds the mechanism matrix for true values 0..Delta over the window
         # (Delta + 1 rows of 2M + 3 Delta + 1 releases) and the noise's pmf on it
         check_memory(8.0 * 4 * (delta + 1) * (2 * m + 3 * delta + 1), "window" if self.window is not None else "sensitivity",
