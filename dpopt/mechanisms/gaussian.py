@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from dpopt.mechanisms.noise import AdditiveNoise, check_delta, check_epsilon, check_sensitivity
+from dpopt.mechanisms.noise import AdditiveNoise, check_delta, check_epsilon, check_sensitivity, round_scale_up
 from dpopt.validation import check_choice, fail
 
 __all__ = [
@@ -79,7 +79,9 @@ def analytic_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     high = math.log(sensitivity) + 1.0
     while gap(high) > 0:
         high += 2.0
-    return math.exp(optimize.brentq(gap, low, high, xtol=1e-15, rtol=1e-15, maxiter=200))
+    root = math.exp(optimize.brentq(gap, low, high, xtol=1e-15, rtol=1e-15, maxiter=200))
+    # the root is within solver tolerance of delta on either side: round up until delta is met
+    return round_scale_up(root, lambda sigma: float(analytic_delta(sigma, sensitivity, epsilon)) <= delta)
 
 
 def lemma11_threshold(epsilon: float | None = None) -> float:

@@ -15,13 +15,14 @@
 
 from __future__ import annotations
 
+
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import optimize
 
-from dpopt.mechanisms.noise import AdditiveNoise, check_epsilon, check_sensitivity
+from dpopt.mechanisms.noise import AdditiveNoise, check_epsilon, check_sensitivity, round_scale_up
 from dpopt.sampling import open_uniforms, resolve_rng
 from dpopt.validation import check_choice, check_int, check_real, fail
 
@@ -69,7 +70,9 @@ class LaplaceMechanism(AdditiveNoise):
 
     @property
     def scale(self) -> float:
-        return self.sensitivity / self.epsilon
+        """``b = Delta / epsilon``, rounded up (by ulps) until ``Delta / b <= epsilon`` in floating point:
+        the calibration must meet its target, not exceed it by a rounding error."""
+        return round_scale_up(self.sensitivity / self.epsilon, lambda b: self.sensitivity / b <= self.epsilon)
 
     def pdf(self, x: Any) -> np.ndarray:
         b = self.scale
@@ -242,3 +245,4 @@ class ThresholdedLaplaceMechanism:
         s = check_real(true_value, "true_value", self.owner, low=self.lower, high=self.upper)
         base = LaplaceMechanism(sensitivity=self.sensitivity, epsilon=self.epsilon)
         return np.clip(base.sample(s, count, rng=rng, secure=secure), self.lower, self.upper)
+

@@ -10,6 +10,8 @@ inverse CDF from uniforms, so the same sampler runs on a seeded
 
 from __future__ import annotations
 
+import math
+
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
@@ -19,7 +21,7 @@ from scipy import integrate
 from dpopt.sampling import open_uniforms, resolve_rng
 from dpopt.validation import check_int, check_real
 
-__all__ = ["AdditiveNoise", "check_epsilon", "check_delta", "check_sensitivity"]
+__all__ = ["AdditiveNoise", "check_epsilon", "check_delta", "check_sensitivity", "round_scale_up"]
 
 
 def check_epsilon(value: Any, owner: str) -> float:
@@ -110,3 +112,19 @@ class AdditiveNoise(ABC):
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({fields})"
+
+
+def round_scale_up(scale: float, meets_target: Any, *, max_steps: int = 200) -> float:
+    """The smallest float ``>= scale`` (stepping up by ulps, then by 1e-15 relative) that meets the target.
+
+    Calibration formulas are evaluated in floating point and can miss their target by a
+    rounding error (Laplace: ``Delta / (Delta / epsilon)`` may exceed epsilon by one ulp;
+    the analytic Gaussian's root sits within solver tolerance of delta, on either side).
+    A larger scale only adds noise, so rounding up is always safe.
+    """
+    value = float(scale)
+    for step in range(max_steps):
+        if meets_target(value):
+            return value
+        value = math.nextafter(value, math.inf) if step < 8 else value * (1.0 + 1e-15)
+    raise AssertionError(f"no scale near {scale!r} meets the target")  # pragma: no cover - not seen

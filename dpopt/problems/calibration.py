@@ -65,8 +65,11 @@ class Calibration:
         object.__setattr__(self, "level", level)
         object.__setattr__(self, "epsilon", level.epsilon)
         object.__setattr__(self, "alpha", level.alpha)
-        if name == "geometric":
-            object.__setattr__(self, "sensitivity", check_int(self.sensitivity, "sensitivity", KIND, low=1))
+        if name == "geometric":  # an integral float such as the default 1.0 is the integer it equals
+            sensitivity = self.sensitivity
+            if isinstance(sensitivity, float) and sensitivity.is_integer():
+                sensitivity = int(sensitivity)
+            object.__setattr__(self, "sensitivity", check_int(sensitivity, "sensitivity", KIND, low=1))
         else:
             object.__setattr__(self, "sensitivity", check_real(self.sensitivity, "sensitivity", KIND, low=0.0, low_open=True))
         self._field("delta", needs_delta, f"given for {name} (a float in (0, 1))" if needs_delta else f"omitted for {name}",
