@@ -21,7 +21,6 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from dpopt.certificates import certify
 from dpopt.validation import DPOptError, fail
 
 __all__ = ["EXPORT_FORMATS", "ExportFileError", "StoredSolution", "check_export_path", "export_solution", "read_solution"]

@@ -15,7 +15,7 @@ import numpy as np
 from dpopt.certificates import Certificate
 from dpopt.validation import check_int, fail
 
-__all__ = ["RandomSource", "SecureRandom", "resolve_rng", "uniforms", "open_uniforms", "inverse_cdf", "sample_row"]
+__all__ = ["check_count", "RandomSource", "SecureRandom", "resolve_rng", "uniforms", "open_uniforms", "inverse_cdf", "sample_row"]
 
 
 class SecureRandom:
@@ -32,6 +32,13 @@ class SecureRandom:
 
 
 RandomSource = Union[np.random.Generator, SecureRandom]
+
+
+def check_count(count: Any, owner: str) -> int:
+    """The number of releases to draw: an integer in [1, :data:`dpopt.limits.MAX_RELEASES`]."""
+    from dpopt.limits import MAX_RELEASES
+
+    return check_int(count, "count", owner, low=1, high=MAX_RELEASES)
 
 
 def resolve_rng(rng: Any = None, *, secure: bool = False) -> RandomSource:
@@ -101,5 +108,5 @@ def sample_row(
     """
     if not certificate.ok:
         raise fail("certificate", "sampling", "a passing privacy certificate (ok = true)", certificate.to_dict())
-    count = check_int(count, "count", "sampling", low=1)
+    count = check_count(count, "sampling")
     return inverse_cdf(np.asarray(matrix, dtype=float)[row], uniforms(source, count))

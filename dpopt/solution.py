@@ -12,7 +12,7 @@ import pandas as pd
 
 from dpopt.certificates import Certificate
 from dpopt.mechanisms.factored import FactoredMechanism
-from dpopt.sampling import RandomSource, resolve_rng, sample_row
+from dpopt.sampling import RandomSource, check_count, resolve_rng, sample_row
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["Solution", "mechanism_frame"]
@@ -172,7 +172,7 @@ class Solution:
             if isinstance(true_value, bool) or true_value not in rows:
                 raise fail("true_value", self.kind, f"one of the inputs {rows[0]}..{rows[-1]}", true_value)
             row = rows.index(true_value)
-        count = check_int(count, "count", self.kind, low=1)
+        count = check_count(count, self.kind)
         source = resolve_rng(rng, secure=secure)
         if not self.certificate.ok:
             raise fail("certificate", self.kind, "a passing privacy certificate before sampling", self.certificate.to_dict())

@@ -26,7 +26,7 @@ from scipy import special
 from dpopt.dx.metric import DXMetric
 from dpopt.dx.scales import PrivacyCheck, check_privacy
 from dpopt.mechanisms.laplace import laplace_ppf
-from dpopt.sampling import inverse_cdf, open_uniforms, resolve_rng
+from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["DXLaplaceMechanism", "DXExponentialMechanism", "dx_mwem", "check_histogram"]
@@ -83,7 +83,7 @@ class DXLaplaceMechanism:
 
     def release(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         """``count`` independent releases, shape (count, K)."""
-        count = check_int(count, "count", "dx laplace mechanism", low=1)
+        count = check_count(count, "dx laplace mechanism")
         mean = self.answer(histogram)
         u = open_uniforms(resolve_rng(rng, secure=secure), count * mean.size).reshape(count, mean.size)
         return mean[None, :] + laplace_ppf(u, 1.0) * self.scales[None, :]
@@ -134,7 +134,7 @@ class DXExponentialMechanism:
         return np.exp(logits - special.logsumexp(logits))
 
     def sample(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        count = check_int(count, "count", "dx exponential mechanism", low=1)
+        count = check_count(count, "dx exponential mechanism")
         return inverse_cdf(self.probabilities(histogram), open_uniforms(resolve_rng(rng, secure=secure), count))
 
 

@@ -21,7 +21,7 @@ from scipy import special
 
 from dpopt.certificates import Certificate, certify
 from dpopt.mechanisms.noise import check_epsilon, check_sensitivity
-from dpopt.sampling import inverse_cdf, open_uniforms, resolve_rng
+from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
 from dpopt.validation import check_int, fail
 
 __all__ = ["ExponentialMechanism", "exponential_probabilities"]
@@ -103,7 +103,7 @@ class ExponentialMechanism:
     def sample(self, dataset: int = 0, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         """Draw output indices for one dataset (row), refusing an uncertified matrix."""
         row = check_int(dataset, "dataset", OWNER, low=0, high=self.matrix.shape[0] - 1)
-        count = check_int(count, "count", OWNER, low=1)
+        count = check_count(count, OWNER)
         if not self.certificate().ok:
             raise fail("utility", OWNER, "a mechanism whose certificate passes", self.certificate().to_dict())
         return inverse_cdf(self.matrix[row], open_uniforms(resolve_rng(rng, secure=secure), count))

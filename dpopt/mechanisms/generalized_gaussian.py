@@ -28,7 +28,7 @@ import numpy as np
 from scipy import special
 
 from dpopt.mechanisms.noise import AdditiveNoise, check_delta, check_epsilon, check_sensitivity
-from dpopt.sampling import open_uniforms, resolve_rng
+from dpopt.sampling import check_count, open_uniforms, resolve_rng
 from dpopt.validation import check_choice, check_int, check_real, fail
 
 __all__ = [
@@ -218,7 +218,7 @@ class TruncatedGeneralizedGaussianMechanism:
     def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         """Exact draws by inverse CDF restricted to the bounds."""
         s = self._true(true_value)
-        count = check_int(count, "count", self.owner, low=1)
+        count = check_count(count, self.owner)
         noise = self._noise
         lo, hi = noise.cdf(self.lower - s), noise.cdf(self.upper - s)
         u = lo + (hi - lo) * open_uniforms(resolve_rng(rng, secure=secure), count)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.certificates import log_ratios
-from dpopt.sampling import inverse_cdf, open_uniforms, resolve_rng
+from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["PeriodicNoise", "tail_sums"]
@@ -177,7 +177,7 @@ class PeriodicNoise:
 
     def sample(self, count: int, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         """``count`` exact draws of Z (region by inverse CDF, tail period geometric)."""
-        count = check_int(count, "count", OWNER, low=1)
+        count = check_count(count, OWNER)
         source = resolve_rng(rng, secure=secure)
         m, d, b = self.half_width, self.period, self.decay
         s1, _, _ = tail_sums(b)

@@ -26,7 +26,7 @@ from scipy.sparse import coo_array
 from scipy.sparse.csgraph import shortest_path
 
 from dpopt.mechanisms.noise import check_epsilon
-from dpopt.sampling import inverse_cdf, open_uniforms, resolve_rng
+from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
 from dpopt.validation import check_int, fail
 
 __all__ = ["LadderMechanism", "ladders_from_universe", "ladder_matrix"]
@@ -91,7 +91,7 @@ class LadderMechanism:
     def sample(self, true_value: int, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         """Exact draws: the rung by inverse CDF (geometric beyond the ladder), then a uniform point in it."""
         value = check_int(true_value, "true_value", OWNER)
-        count = check_int(count, "count", OWNER, low=1)
+        count = check_count(count, OWNER)
         source = resolve_rng(rng, secure=secure)
         m, b = len(self.ladder), np.exp(-self.epsilon)
         top = self.ladder[-1]

@@ -23,8 +23,8 @@ import numpy as np
 from scipy import optimize
 
 from dpopt.mechanisms.noise import AdditiveNoise, check_epsilon, check_sensitivity, round_scale_up
-from dpopt.sampling import open_uniforms, resolve_rng
-from dpopt.validation import check_choice, check_int, check_real, fail
+from dpopt.sampling import check_count, open_uniforms, resolve_rng
+from dpopt.validation import check_choice, check_real, fail
 
 __all__ = [
     "LaplaceMechanism",
@@ -200,7 +200,7 @@ class TruncatedLaplaceMechanism:
     def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         """Exact draws by inverse CDF of the truncated law."""
         s = self._true(true_value)
-        count = check_int(count, "count", self.owner, low=1)
+        count = check_count(count, self.owner)
         b = self.scale
         lo, hi = laplace_cdf(self.lower - s, b), laplace_cdf(self.upper - s, b)
         u = lo + (hi - lo) * open_uniforms(resolve_rng(rng, secure=secure), count)

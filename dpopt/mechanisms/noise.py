@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import integrate
 
-from dpopt.sampling import open_uniforms, resolve_rng
-from dpopt.validation import check_int, check_real
+from dpopt.sampling import check_count, open_uniforms, resolve_rng
+from dpopt.validation import check_real
 
 __all__ = ["AdditiveNoise", "check_epsilon", "check_delta", "check_sensitivity", "round_scale_up"]
 
@@ -76,7 +76,7 @@ class AdditiveNoise(ABC):
             Draw the uniforms from :mod:`secrets` instead.
         """
         value = check_real(true_value, "true_value", self.owner)
-        count = check_int(count, "count", self.owner, low=1)
+        count = check_count(count, self.owner)
         source = resolve_rng(rng, secure=secure)
         return value + self.ppf(open_uniforms(source, count))
 

@@ -59,18 +59,21 @@ class NoiseAdding:
         level = resolve_privacy(self.alpha, self.epsilon, KIND)
         check_choice(self.cost, "cost", KIND, COSTS)
         m = 2 * delta if self.window is None else check_int(self.window, "window", KIND, low=delta)
+        # every method builds the mechanism matrix for true values 0..Delta over the window
+        # (Delta + 1 rows of 2M + 3 Delta + 1 releases) and the noise's pmf on it
+        check_memory(8.0 * 4 * (delta + 1) * (2 * m + 3 * delta + 1), "window" if self.window is not None else "sensitivity",
+                     KIND, m if self.window is not None else delta, what="the noise over the window")
         # The noise decays by alpha every Delta steps; over the window and one tail period
         # it must stay a normal double, or the pmf underflows to zeros beside non-zeros
         # (an infinite measured privacy loss) -- e.g. epsilon = 700 with Delta = 3.
         periods = m // delta + 2
         if level.epsilon * periods > UNDERFLOW_EXPONENT:
+            if self.window is not None and level.epsilon * 4 <= UNDERFLOW_EXPONENT:
+                raise fail("window", KIND, f"at most {int(UNDERFLOW_EXPONENT / level.epsilon - 2) * delta} at this epsilon "
+                           "(beyond it the noise underflows to 0)", self.window)
             name = "epsilon" if self.epsilon is not None else "alpha"
             raise fail(name, KIND, f"small enough that alpha^{periods} (the window's {periods} periods) is a normal double: "
                        f"epsilon <= {UNDERFLOW_EXPONENT / periods:.4g} for this window", getattr(self, name))
-        # every method builds the mechanism matrix for true values 0..Delta over the window
-        # (Delta + 1 rows of 2M + 3 Delta + 1 releases) and the noise's pmf on it
-        check_memory(8.0 * 4 * (delta + 1) * (2 * m + 3 * delta + 1), "window" if self.window is not None else "sensitivity",
-                     KIND, m if self.window is not None else delta, what="the noise over the window")
         object.__setattr__(self, "sensitivity", delta)
         object.__setattr__(self, "level", level)
         object.__setattr__(self, "epsilon", level.epsilon)
