@@ -310,12 +310,31 @@ def _read(path: Path) -> StoredSolution:
                 table = pd.DataFrame(data["mechanism"], index=data["index"], columns=data["columns"])
     if not isinstance(meta, dict) or meta.get("format") != "dpopt-solution":
         raise ExportFileError(path, "not a dpopt export (no 'format': 'dpopt-solution' metadata)")
+    _check_structure(path, meta, table)
     if table is not None and "factored" not in meta:
         from dpopt.solution import mechanism_frame
 
         columns = [int(c) if str(c).lstrip("-").isdigit() else c for c in table.columns]
         table = mechanism_frame(table.to_numpy(dtype=float), _plain(table.index), columns)
     return StoredSolution(path=path, meta=meta, table=table)
+
+
+#: Top-level metadata entries and the JSON type each must have.
+_STRUCTURE = {"problem": dict, "summary": dict, "certificate": dict, "tables": dict, "factored": dict, "parameters": dict, "digest": str}
+
+
+def _check_structure(path: Path, meta: dict[str, Any], table: pd.DataFrame | None) -> None:
+    """Refuse metadata of the wrong shape, and a table that is not all numbers, before anything reads them."""
+    for key, kind in _STRUCTURE.items():
+        if key in meta and not isinstance(meta[key], kind):
+            raise ExportFileError(path, f"its metadata entry {key!r} is not a {kind.__name__}")
+    for key in ("problem", "summary"):
+        if key not in meta:
+            raise ExportFileError(path, f"its metadata has no {key!r}")
+    if table is not None:
+        for name in table.columns:
+            if table[name].dtype.kind not in "iuf":
+                raise ExportFileError(path, f"its table column {name!r} is not all numbers")
 
 
 #: Exports larger than this are refused unread (a dense n = 10,000 matrix is ~1.6 GB as CSV).
@@ -360,14 +379,13 @@ def read_solution(path: str | os.PathLike[str], *, recertify: bool = False) -> A
         raise fail("path", "read_solution", "an existing file ending in " + ", ".join(EXPORT_FORMATS), str(path))
     try:
         stored = _read(_bounded(file))
-        summary = stored.summary
-        if not isinstance(summary, dict) or not isinstance(stored.meta.get("problem"), dict):
-            raise stored.fail("no 'summary' and 'problem' tables in its metadata")
+        digest = content_digest(stored.meta, stored.table)
     except DPOptError:
         raise
     except Exception as exc:  # any parser's failure on a corrupt or truncated file
         raise ExportFileError(file, f"not a readable dpopt export ({type(exc).__name__}); it may be truncated or corrupt") from None
-    if not recertify and stored.meta.get("digest") != content_digest(stored.meta, stored.table):
+    summary = stored.summary
+    if not recertify and stored.meta.get("digest") != digest:
         raise stored.fail("its content does not match the digest written at export (the file was modified); "
                           "read_solution(..., recertify=True) re-verifies it instead")
     problem = problem_from_dict(stored.meta["problem"], origin=str(file))
@@ -377,7 +395,7 @@ def read_solution(path: str | os.PathLike[str], *, recertify: bool = False) -> A
         if isinstance(exc, ExportFileError):
             raise
         raise stored.fail(f"its content is not a valid {problem.kind} solution ({exc})") from None
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:  # content of the wrong structure
         raise stored.fail(f"its content is not a valid {problem.kind} solution ({type(exc).__name__}: {exc})") from None
     if not solution.certificate.ok:
         raise stored.fail(

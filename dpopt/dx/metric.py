@@ -142,17 +142,22 @@ class DXMetric:
         ``records`` lists each element's attribute values; ``budgets`` maps a value
         to its budget (values absent from it are rejected).
         """
+        allowed = "a non-empty list of equally long lists of attribute values (strings or numbers)"
+        if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
+            raise fail("records", OWNER, allowed, records)
+        if not all(isinstance(r, Sequence) and not isinstance(r, (str, bytes)) for r in records):
+            raise fail("records", OWNER, allowed, records)
         rows = [tuple(r) for r in records]
-        if not rows or len({len(r) for r in rows}) != 1:
-            raise fail("records", OWNER, "a non-empty list of equally long attribute tuples", records)
+        if not rows or len({len(r) for r in rows}) != 1 or not all(isinstance(v, (str, int, float)) for r in rows for v in r):
+            raise fail("records", OWNER, allowed, records)
+        if not isinstance(budgets, Mapping):
+            raise fail("budgets", OWNER, "a table mapping each attribute value to its budget", budgets)
         missing = sorted({v for r in rows for v in r if v not in budgets}, key=str)
         if missing:
             raise fail("budgets", OWNER, "a budget for every attribute value", f"none for {missing[0]!r}")
         if form not in ("min", "sum"):
             raise fail("form", OWNER, "'min' or 'sum'", form)
         _universe_size(len(rows), "records")
-        if not isinstance(budgets, Mapping):
-            raise fail("budgets", OWNER, "a table mapping each attribute value to its budget", budgets)
         eps = check_array([[budgets[v] for v in r] for r in rows], "budgets", OWNER, ndim=2, low=0.0)
         values = np.array([[str(v) for v in r] for r in rows])
         differ = values[:, None, :] != values[None, :, :]
