@@ -15,6 +15,8 @@ KIND = "calibration"
 #: p + 1 binomial terms whose powers overflow near p = 100 (measured: p = 50 runs without a
 #: floating-point warning, p = 100 overflows and p = 10**6 asked for 745 GiB).
 MAX_ORDER = 50
+#: Largest |bound| / sensitivity of a bounded mechanism (floating-point resolution, see below).
+MAX_BOUND_RATIO = 1e9
 
 #: mechanism -> (needs delta, needs p, needs bounds, bounds allowed)
 CALIBRATED_MECHANISMS: dict[str, tuple[bool, bool, bool, bool]] = {
@@ -90,6 +92,13 @@ class Calibration:
             raise fail("upper", KIND, f"a float greater than lower = {self.lower:g}", self.upper)
         if self.lower is not None and self.sensitivity > self.upper - self.lower:
             raise fail("sensitivity", KIND, f"a float <= upper - lower = {self.upper - self.lower:g}", self.sensitivity)
+        if self.lower is not None:
+            # the densities are evaluated at s and s + Delta: beyond ~1e9 Delta from 0 the
+            # spacing of doubles is a visible fraction of Delta and the measured loss is noise
+            # (upper = 6.3e15, Delta = 1: spacing 1.0, measured loss 1.07 > epsilon = 1)
+            for bound in ("lower", "upper"):
+                if abs(getattr(self, bound)) > MAX_BOUND_RATIO * self.sensitivity:
+                    raise fail(bound, KIND, f"within {MAX_BOUND_RATIO:g} x sensitivity of 0 (|{bound}| / sensitivity <= {MAX_BOUND_RATIO:g})", getattr(self, bound))
         if name == "gaussian_classic" and not self.epsilon < 1.0:
             raise fail("epsilon", KIND, "a float in (0, 1) for gaussian_classic", self.epsilon)
 
