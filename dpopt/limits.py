@@ -21,6 +21,7 @@ __all__ = [
     "MAX_RELEASES",
     "MAX_COUNT",
     "MAX_UNIVERSE",
+    "UNDERFLOW_EXPONENT",
     "check_memory",
     "memory_limit",
 ]
@@ -34,6 +35,10 @@ MAX_RELEASES = 1_000_000
 MAX_COUNT = 10_000_000
 #: Largest universe (d_X elements, finite-query datasets): N x N metrics are built.
 MAX_UNIVERSE = 20_000
+#: Dense mechanisms whose entries decay like alpha^k need alpha^k to stay a normal double:
+#: epsilon * k <= this (-ln of the smallest normal double is 708.4; a margin is kept).
+#: Below it, ratios of subnormal entries are inexact and zeros appear beside non-zeros.
+UNDERFLOW_EXPONENT = 700.0
 
 
 def memory_limit() -> int:

@@ -21,6 +21,7 @@ Examples: 500 files and 300 exports in the default run; 20 times as many under
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import math
@@ -79,7 +80,7 @@ SPECIAL = [
     {}, {"lower": 1}, {"lower": 5, "upper": 2}, {"type": "matrix", "values": [[0, math.nan], [math.nan, 0]]},
 ]
 values = st.one_of(
-    st.sampled_from(SPECIAL),
+    st.sampled_from(SPECIAL).map(copy.deepcopy),  # a fresh object: later mutations edit it in place
     st.integers(-INT64, INT64),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=12),

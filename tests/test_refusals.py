@@ -176,3 +176,10 @@ def test_bounds_beyond_float_resolution_of_the_sensitivity_are_refused():
     with pytest.raises(InvalidParameterError, match="'upper'"):
         dpopt.Calibration(mechanism="truncated_generalized_gaussian", epsilon=1.0, p=2, lower=0.0, upper=6317977089468322.0)
     assert dpopt.solve(dpopt.Calibration(mechanism="truncated_generalized_gaussian", epsilon=1.0, p=2, lower=0.0, upper=1e9)).certificate.ok
+
+
+def test_multi_level_n_where_alpha_1_to_the_n_underflows_is_refused():
+    """Found by the explore fuzz profile: n = 518, alpha_1 = 0.25 gave entries 2^-1036 (subnormal)."""
+    with pytest.raises(InvalidParameterError, match="'n'"):
+        dpopt.MultiLevelRelease(n=518, alphas=[0.25, 0.5, 0.8])
+    assert dpopt.solve(dpopt.MultiLevelRelease(n=500, alphas=[0.25, 0.5, 0.8])).certificate.ok

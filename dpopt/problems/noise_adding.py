@@ -18,15 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpopt.limits import check_memory
+from dpopt.limits import UNDERFLOW_EXPONENT, check_memory
 from dpopt.privacy import resolve_privacy
 from dpopt.validation import check_choice, check_int, fail
 
 __all__ = ["NoiseAdding", "COSTS"]
 
 KIND = "noise_adding"
-#: -ln of the smallest normal double (2.2e-308) is 708.4; keep a margin.
-UNDERFLOW_EXPONENT = 700.0
 COSTS = ("absolute", "squared")
 
 
