@@ -22,6 +22,7 @@ __all__ = [
     "MAX_COUNT",
     "MAX_UNIVERSE",
     "UNDERFLOW_EXPONENT",
+    "MAX_MAGNITUDE",
     "check_memory",
     "memory_limit",
 ]
@@ -35,6 +36,9 @@ MAX_RELEASES = 1_000_000
 MAX_COUNT = 10_000_000
 #: Largest universe (d_X elements, finite-query datasets): N x N metrics are built.
 MAX_UNIVERSE = 20_000
+#: Largest magnitude of a user number that dpopt squares or sums (queries, coordinates,
+#: distances, budgets): 1e15^2 times a workload's size stays far from overflow.
+MAX_MAGNITUDE = 1e15
 #: Dense mechanisms whose entries decay like alpha^k need alpha^k to stay a normal double:
 #: epsilon * k <= this (-ln of the smallest normal double is 708.4; a margin is kept).
 #: Below it, ratios of subnormal entries are inexact and zeros appear beside non-zeros.

@@ -141,13 +141,16 @@ def check_array(
     low: float | None = None,
     integer: bool = False,
     max_size: int | None = None,
+    max_abs: float | None = None,
 ) -> np.ndarray:
     """Return ``value`` as a float array of numbers, or raise naming ``parameter``.
 
     Refused: strings (also numeric strings such as ``"1.5"``), booleans, ragged or
     nested-mixed lists, NaN (always: a NaN distance or loss silently drops a privacy
     constraint), infinities unless ``allow_inf``, values below ``low``, non-integers
-    when ``integer``, and more than ``max_size`` entries.
+    when ``integer``, more than ``max_size`` entries, and finite values larger than
+    ``max_abs`` in magnitude (where they are squared or summed: 1e155 overflowed a
+    surrogate objective).
     """
     shape_text = {None: "an array", 1: "a list", 2: "a table (list of equally long lists)"}
     kinds = ndim if isinstance(ndim, tuple) else (ndim,)
@@ -156,6 +159,7 @@ def check_array(
     allowed += "integers" if integer else "numbers"
     allowed += f" >= {low:g}" if low not in (None, 0) else ""
     allowed += " (+inf allowed, no NaN)" if allow_inf else " (finite, no NaN)"
+    allowed += f", at most {max_abs:g} in magnitude" if max_abs is not None else ""
     if isinstance(value, (str, bytes)) or value is None:
         raise fail(parameter, owner, allowed, value)
     try:
@@ -172,6 +176,8 @@ def check_array(
     if np.isnan(array).any() or (not allow_inf and not np.isfinite(array).all()):
         raise fail(parameter, owner, allowed, value)
     if low is not None and (array < low).any():
+        raise fail(parameter, owner, allowed, value)
+    if max_abs is not None and np.any(np.isfinite(array) & (np.abs(array) > max_abs)):
         raise fail(parameter, owner, allowed, value)
     if integer and np.any(np.isfinite(array) & (array != np.round(array))):
         raise fail(parameter, owner, allowed, value)

@@ -183,3 +183,20 @@ def test_multi_level_n_where_alpha_1_to_the_n_underflows_is_refused():
     with pytest.raises(InvalidParameterError, match="'n'"):
         dpopt.MultiLevelRelease(n=518, alphas=[0.25, 0.5, 0.8])
     assert dpopt.solve(dpopt.MultiLevelRelease(n=500, alphas=[0.25, 0.5, 0.8])).certificate.ok
+
+
+@pytest.mark.parametrize(
+    "fields,needle",
+    [
+        (dict(query=[1.3e155, 0.2, 0.3], metric={"type": "uniform"}), "'query'"),
+        (dict(query=[1.0, 0.2, 0.3], metric={"type": "euclidean", "coordinates": [0.0, 1.0, 2.0], "epsilon": 1e300}), "'epsilon'"),
+        (dict(query=[1.0, 0.2, 0.3], metric={"type": "dates", "values": [0.0, 1.0, 2e16]}), "'values'"),
+        (dict(query=[1.0, 0.2, 0.3], metric={"type": "dates", "values": [0.0, 1.0, 2.0], "period": 1e-300}), "'period'"),
+        (dict(query=[1.0, 0.2, 0.3], metric={"type": "heterogeneous", "epsilons": [1e16, 1.0, 1.0]}), "'epsilons'"),
+    ],
+)
+def test_dx_numbers_that_would_overflow_are_refused(fields, needle):
+    """Found by the explore fuzz profile (a query of 1.3e155 overflowed the surrogate); an overflow
+    to +inf in a metric would mean "never confuse these two" and drop a privacy constraint."""
+    with pytest.raises(InvalidParameterError, match=needle):
+        dpopt.DXLinearQuery(n=10, **fields)

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.sparse import coo_array
 from scipy.sparse.csgraph import shortest_path
 
-from dpopt.limits import MAX_UNIVERSE
+from dpopt.limits import MAX_MAGNITUDE, MAX_UNIVERSE
 from dpopt.validation import check_array, check_int, check_real, fail, read_text_file
 
 __all__ = ["DXMetric"]
@@ -102,38 +102,38 @@ class DXMetric:
     @classmethod
     def uniform(cls, size: int, epsilon: float) -> "DXMetric":
         """``epsilon [i != j]``: plain epsilon-DP (any two elements are neighbours)."""
-        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
+        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True, high=MAX_MAGNITUDE)
         return cls(eps * (1 - np.eye(_universe_size(size))))
 
     @classmethod
     def euclidean(cls, coordinates: Any, epsilon: float = 1.0) -> "DXMetric":
         """``epsilon ||x_i - x_j||_2`` for points given as rows of ``coordinates``."""
-        x = check_array(coordinates, "coordinates", OWNER, ndim=(1, 2))
+        x = check_array(coordinates, "coordinates", OWNER, ndim=(1, 2), max_abs=MAX_MAGNITUDE)
         if x.ndim == 1:
             x = x[:, None]
         _universe_size(x.shape[0], "coordinates")
-        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
+        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True, high=MAX_MAGNITUDE)
         diff = x[:, None, :] - x[None, :, :]
         d = eps * np.sqrt(np.sum(diff * diff, axis=-1))
-        return cls((d + d.T) / 2)  # exact symmetry despite rounding
+        return cls(_finite((d + d.T) / 2, "coordinates"))  # exact symmetry despite rounding
 
     @classmethod
     def heterogeneous(cls, epsilons: Sequence[float]) -> "DXMetric":
         """``(eps_i + eps_j) [i != j]``: a per-element budget."""
-        e = check_array(epsilons, "epsilons", OWNER, ndim=1, low=0.0)
+        e = check_array(epsilons, "epsilons", OWNER, ndim=1, low=0.0, max_abs=MAX_MAGNITUDE)
         _universe_size(e.size, "epsilons")
         if (e <= 0).any():
             raise fail("epsilons", OWNER, "a list of floats > 0", epsilons)
-        return cls((e[:, None] + e[None, :]) * (1 - np.eye(e.size)))
+        return cls(_finite((e[:, None] + e[None, :]) * (1 - np.eye(e.size)), "epsilons"))
 
     @classmethod
     def scaled_dates(cls, dates: Sequence[float], epsilon: float, period: float) -> "DXMetric":
         """``epsilon |u_i - u_j| / T``: dates (or any scalar) scaled by a period T."""
-        u = check_array(dates, "values", OWNER, ndim=1)
+        u = check_array(dates, "values", OWNER, ndim=1, max_abs=MAX_MAGNITUDE)
         _universe_size(u.size, "values")
-        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
-        t = check_real(period, "period", OWNER, low=0.0, low_open=True)
-        return cls(eps * np.abs(u[:, None] - u[None, :]) / t)
+        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True, high=MAX_MAGNITUDE)
+        t = check_real(period, "period", OWNER, low=1.0 / MAX_MAGNITUDE)
+        return cls(_finite(eps * np.abs(u[:, None] - u[None, :]) / t, "values"))
 
     @classmethod
     def attribute(cls, records: Sequence[Sequence[Any]], budgets: Mapping[Any, float], *, form: str = "min") -> "DXMetric":
@@ -158,7 +158,7 @@ class DXMetric:
         if form not in ("min", "sum"):
             raise fail("form", OWNER, "'min' or 'sum'", form)
         _universe_size(len(rows), "records")
-        eps = check_array([[budgets[v] for v in r] for r in rows], "budgets", OWNER, ndim=2, low=0.0)
+        eps = check_array([[budgets[v] for v in r] for r in rows], "budgets", OWNER, ndim=2, low=0.0, max_abs=MAX_MAGNITUDE)
         values = np.array([[str(v) for v in r] for r in rows])
         differ = values[:, None, :] != values[None, :, :]
         if form == "min":
@@ -178,8 +178,8 @@ class DXMetric:
         every other pair. Pairs in different T-components stay at +inf.
         """
         euclid = cls.euclidean(coordinates).matrix
-        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
-        t = check_real(threshold, "threshold", OWNER, low=0.0, low_open=True)
+        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True, high=MAX_MAGNITUDE)
+        t = check_real(threshold, "threshold", OWNER, low=1.0 / MAX_MAGNITUDE)
         d = np.where(euclid <= t, eps, np.inf)
         np.fill_diagonal(d, 0.0)
         return cls(d, closure=True)
@@ -188,8 +188,8 @@ class DXMetric:
     def smooth(cls, coordinates: Any, epsilon: float, threshold: float) -> "DXMetric":
         """``d^Smooth`` of Section 4.4: ``epsilon max(1, d_Euc / T)`` for i != j (a metric as is)."""
         euclid = cls.euclidean(coordinates).matrix
-        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
-        t = check_real(threshold, "threshold", OWNER, low=0.0, low_open=True)
+        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True, high=MAX_MAGNITUDE)
+        t = check_real(threshold, "threshold", OWNER, low=1.0 / MAX_MAGNITUDE)
         return cls(eps * np.maximum(1.0, euclid / t) * (1 - np.eye(euclid.shape[0])))
 
     @classmethod
@@ -208,12 +208,20 @@ class DXMetric:
     def graph(cls, size: int, edges: Sequence[tuple[int, int, float]]) -> "DXMetric":
         """Shortest-path metric of an undirected graph with non-negative edge weights (inf if unreachable)."""
         n = _universe_size(size)
-        e = check_array(edges, "edges", OWNER, ndim=2, allow_inf=True, low=0.0)
+        e = check_array(edges, "edges", OWNER, ndim=2, allow_inf=True, low=0.0, max_abs=MAX_MAGNITUDE)
         if e.shape[1:] != (3,) or not np.isfinite(e[:, :2]).all() or e[:, :2].max() >= n or np.any(e[:, :2] != np.round(e[:, :2])):
             raise fail("edges", OWNER, f"(i, j, weight) rows with 0 <= i, j < {n} and weight >= 0", edges)
         g = coo_array((e[:, 2], (e[:, 0].astype(int), e[:, 1].astype(int))), shape=(n, n)).tocsr()
         d = shortest_path(g, directed=False)
         return cls((d + d.T) / 2)
+
+
+def _finite(d: np.ndarray, parameter: str) -> np.ndarray:
+    """A metric computed from finite inputs must be finite: an overflow to +inf would mean
+    "never confuse these two" and silently drop their privacy constraint."""
+    if not np.isfinite(d).all():
+        raise fail(parameter, OWNER, "values whose distances (times epsilon) stay finite doubles", "an overflow to inf")
+    return d
 
 
 def _universe_size(size: Any, parameter: str = "size") -> int:

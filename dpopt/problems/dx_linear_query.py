@@ -9,11 +9,14 @@ from typing import Any, Mapping
 import numpy as np
 
 from dpopt.dx.metric import DXMetric
+from dpopt.limits import MAX_MAGNITUDE
 from dpopt.validation import check_array, check_int, fail
 
 __all__ = ["DXLinearQuery", "metric_from_spec", "METRIC_TYPES"]
 
 KIND = "dx_linear_query"
+#: Largest number of records: the surrogate's bias term grows with n^2 (squared to 1e24).
+MAX_RECORDS = 10**12
 
 #: metric type -> the fields its table takes
 METRIC_TYPES: dict[str, tuple[str, ...]] = {
@@ -62,7 +65,7 @@ def metric_from_spec(spec: Any, size: int) -> DXMetric:
     if not isinstance(closure, bool):
         raise fail("metric.closure", KIND, "true or false", closure)
     if kind == "matrix":
-        values = check_array(get("values"), "metric.values", KIND, ndim=2, allow_inf=True, low=0.0)
+        values = check_array(get("values"), "metric.values", KIND, ndim=2, allow_inf=True, low=0.0, max_abs=MAX_MAGNITUDE)
         return DXMetric(values, closure=closure)
     return DXMetric.from_csv(get("path"), closure=closure)
 
@@ -92,8 +95,8 @@ class DXLinearQuery:
     kind = KIND
 
     def __post_init__(self) -> None:
-        n = check_int(self.n, "n", KIND, low=1)
-        q = np.atleast_2d(check_array(self.query, "query", KIND, ndim=(1, 2)))
+        n = check_int(self.n, "n", KIND, low=1, high=MAX_RECORDS)
+        q = np.atleast_2d(check_array(self.query, "query", KIND, ndim=(1, 2), max_abs=MAX_MAGNITUDE))
         if q.shape[1] < 2 or q.shape[0] < 1:
             raise fail("query", KIND, "N >= 2 finite numbers, or K lists of them", self.query)
         metric = metric_from_spec(self.metric, q.shape[1])

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import dpopt
 from dpopt.certificates import certify
@@ -32,3 +34,9 @@ def test_output_distribution_and_sampler():
     np.testing.assert_allclose(rr.output_distribution(prior), prior @ rr.matrix)
     draws = rr.sample(2, 40_000, rng=51)
     assert abs((draws == 2).mean() - rr.matrix[2, 2]) < 0.01
+
+
+@given(k=st.integers(2, 8), epsilon=st.floats(1e-6, 700.0))
+def test_matrix_meets_epsilon_at_any_budget(k, epsilon):
+    """The small entry is 1 / (e^eps + k - 1) computed directly (found by fuzzing: 1 - p at eps = 18)."""
+    assert certify(randomized_response_matrix(k, epsilon), epsilon, pairs=all_pairs(k)).ok
