@@ -200,3 +200,11 @@ def test_dx_numbers_that_would_overflow_are_refused(fields, needle):
     to +inf in a metric would mean "never confuse these two" and drop a privacy constraint."""
     with pytest.raises(InvalidParameterError, match=needle):
         dpopt.DXLinearQuery(n=10, **fields)
+
+
+def test_dx_distances_that_round_alpha_to_one_are_refused():
+    """Found by the explore fuzz profile: a Euclidean epsilon of 1.2e-179 made log(1 - alpha) divide by zero."""
+    with pytest.raises(InvalidParameterError, match="'epsilon'"):
+        dpopt.DXLinearQuery(n=10, query=[1.0, 0.0], metric={"type": "euclidean", "coordinates": [0.0, 1.0], "epsilon": 1.2e-179})
+    with pytest.raises(InvalidParameterError, match="'metric'"):
+        dpopt.DXLinearQuery(n=10, query=[1.0, 0.0], metric={"type": "matrix", "values": [[0, 1e-200], [1e-200, 0]]})

@@ -102,7 +102,7 @@ class DXMetric:
     @classmethod
     def uniform(cls, size: int, epsilon: float) -> "DXMetric":
         """``epsilon [i != j]``: plain epsilon-DP (any two elements are neighbours)."""
-        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True, high=MAX_MAGNITUDE)
+        eps = check_real(epsilon, "epsilon", OWNER, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
         return cls(eps * (1 - np.eye(_universe_size(size))))
 
     @classmethod
@@ -112,7 +112,7 @@ class DXMetric:
         if x.ndim == 1:
             x = x[:, None]
         _universe_size(x.shape[0], "coordinates")
-        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True, high=MAX_MAGNITUDE)
+        eps = check_real(epsilon, "epsilon", OWNER, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
         diff = x[:, None, :] - x[None, :, :]
         d = eps * np.sqrt(np.sum(diff * diff, axis=-1))
         return cls(_finite((d + d.T) / 2, "coordinates"))  # exact symmetry despite rounding
@@ -131,7 +131,7 @@ class DXMetric:
         """``epsilon |u_i - u_j| / T``: dates (or any scalar) scaled by a period T."""
         u = check_array(dates, "values", OWNER, ndim=1, max_abs=MAX_MAGNITUDE)
         _universe_size(u.size, "values")
-        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True, high=MAX_MAGNITUDE)
+        eps = check_real(epsilon, "epsilon", OWNER, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
         t = check_real(period, "period", OWNER, low=1.0 / MAX_MAGNITUDE)
         return cls(_finite(eps * np.abs(u[:, None] - u[None, :]) / t, "values"))
 
@@ -178,7 +178,7 @@ class DXMetric:
         every other pair. Pairs in different T-components stay at +inf.
         """
         euclid = cls.euclidean(coordinates).matrix
-        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True, high=MAX_MAGNITUDE)
+        eps = check_real(epsilon, "epsilon", OWNER, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
         t = check_real(threshold, "threshold", OWNER, low=1.0 / MAX_MAGNITUDE)
         d = np.where(euclid <= t, eps, np.inf)
         np.fill_diagonal(d, 0.0)
@@ -188,7 +188,7 @@ class DXMetric:
     def smooth(cls, coordinates: Any, epsilon: float, threshold: float) -> "DXMetric":
         """``d^Smooth`` of Section 4.4: ``epsilon max(1, d_Euc / T)`` for i != j (a metric as is)."""
         euclid = cls.euclidean(coordinates).matrix
-        eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True, high=MAX_MAGNITUDE)
+        eps = check_real(epsilon, "epsilon", OWNER, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
         t = check_real(threshold, "threshold", OWNER, low=1.0 / MAX_MAGNITUDE)
         return cls(eps * np.maximum(1.0, euclid / t) * (1 - np.eye(euclid.shape[0])))
 

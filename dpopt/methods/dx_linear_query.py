@@ -39,6 +39,7 @@ from dpopt.dx.scales import (
 )
 from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.export import StoredSolution
+from dpopt.limits import MAX_MAGNITUDE
 from dpopt.registry import register, register_reader
 from dpopt.validation import check_array
 from dpopt.sampling import RandomSource
@@ -168,8 +169,8 @@ def read_dx_linear_query(problem: DXLinearQuery, stored: StoredSolution) -> Solu
     import dataclasses
 
     params, summary = stored.meta["parameters"], stored.summary
-    transformed = check_array(params["transformed_query"], "transformed_query", KIND, ndim=2)
-    scales = check_array(params["scales"], "scales", KIND, ndim=1, low=0.0)
+    transformed = check_array(params["transformed_query"], "transformed_query", KIND, ndim=2, max_abs=MAX_MAGNITUDE)
+    scales = check_array(params["scales"], "scales", KIND, ndim=1, low=0.0, max_abs=MAX_MAGNITUDE)
     if transformed.shape != problem.matrix.shape or scales.shape != (problem.queries,):
         raise stored.fail(f"its scales and Q' do not have the workload's shape (K = {problem.queries}, N = {problem.metric.size})")
     solution = dx_solution(problem, transformed, scales, summary["method"], solver=summary["solver"])

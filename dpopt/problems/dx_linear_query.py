@@ -101,8 +101,12 @@ class DXLinearQuery:
             raise fail("query", KIND, "N >= 2 finite numbers, or K lists of them", self.query)
         metric = metric_from_spec(self.metric, q.shape[1])
         i, j = np.triu_indices(metric.size, 1)
-        if not np.isfinite(metric.matrix[i, j]).any():
+        distances = metric.matrix[i, j]
+        if not np.isfinite(distances).any():
             raise fail("metric", KIND, "a metric with a finite distance between some two elements (all +inf: nothing to protect)", "every distance +inf")
+        if np.any((distances > 0) & (distances < 1.0 / MAX_MAGNITUDE)):
+            raise fail("metric", KIND, f"distances of 0 or at least {1.0 / MAX_MAGNITUDE:g} between distinct elements "
+                       "(smaller ones round alpha = exp(-d) to 1 and the scales to overflow)", float(distances[distances > 0].min()))
         if metric.size != q.shape[1]:
             raise fail("query", KIND, f"rows of N = {metric.size} numbers (the metric's size)", q.shape)
         if self.histogram is not None:
