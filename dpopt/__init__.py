@@ -13,6 +13,7 @@ from dpopt.certificates import Certificate, certify, repair
 from dpopt.problems.calibration import Calibration
 from dpopt.problems.count_query import CountQuery
 from dpopt.problems.dx_linear_query import DXLinearQuery
+from dpopt.problems.finite_query import FiniteQuery
 from dpopt.problems.multi_level import MultiLevelRelease
 from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.registry import compare, compare_table, methods_for, price_of_closed_form, solve
@@ -25,6 +26,7 @@ __all__ = [
     "CountQuery",
     "DPOptError",
     "DXLinearQuery",
+    "FiniteQuery",
     "InvalidParameterError",
     "MultiLevelRelease",
     "NoiseAdding",

@@ -251,6 +251,18 @@ class StoredSolution:
         return ExportFileError(self.path, problem)
 
 
+def _label(value: Any) -> Any:
+    """A column label read back from text: the int or float it spells (CSV headers are text), else itself."""
+    if not isinstance(value, str):
+        return value.item() if isinstance(value, np.generic) else value
+    for parse in (int, float):
+        try:
+            return parse(value)
+        except ValueError:
+            continue
+    return value
+
+
 def _plain(values: Any) -> list[Any]:
     return [v.item() if isinstance(v, np.generic) else v for v in values]
 
@@ -314,7 +326,7 @@ def _read(path: Path) -> StoredSolution:
     if table is not None and "factored" not in meta:
         from dpopt.solution import mechanism_frame
 
-        columns = [int(c) if str(c).lstrip("-").isdigit() else c for c in table.columns]
+        columns = [_label(c) for c in table.columns]
         table = mechanism_frame(table.to_numpy(dtype=float), _plain(table.index), columns)
     return StoredSolution(path=path, meta=meta, table=table)
 

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from dpopt.problems.calibration import Calibration
 from dpopt.problems.count_query import CountQuery
 from dpopt.problems.dx_linear_query import DXLinearQuery
+from dpopt.problems.finite_query import FiniteQuery
 from dpopt.problems.multi_level import MultiLevelRelease
 from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
@@ -32,6 +33,8 @@ PROBLEM_KINDS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "noise_adding": (NoiseAdding, ("sensitivity", "epsilon", "alpha", "cost", "window")),
     "dx_linear_query": (DXLinearQuery, ("n", "query", "metric", "histogram")),
     "calibration": (Calibration, ("mechanism", "epsilon", "alpha", "delta", "sensitivity", "p", "lower", "upper")),
+    "finite_query": (FiniteQuery, ("universe", "epsilon", "alpha", "loss", "outputs", "objective", "prior", "side_information",
+                                   "privacy", "calibrate_shortcuts", "delta", "gamma", "important", "penalty")),
 }
 
 
@@ -86,9 +89,10 @@ def read_problem_file(path: str | Path) -> ProblemFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:  # its message gives line and column, not content
         raise fail("PROBLEM", "dpopt", "valid TOML", f"{path}: {exc}") from None
-    metric = data.get("metric")
-    if isinstance(metric, dict) and metric.get("type") == "csv" and isinstance(metric.get("path"), str):
-        metric["path"] = str((file.parent / metric["path"]).resolve())  # relative to the problem file
+    for table in ("metric", "universe"):  # a CSV path is relative to the problem file
+        spec = data.get(table)
+        if isinstance(spec, dict) and spec.get("type") == "csv" and isinstance(spec.get("path"), str):
+            spec["path"] = str((file.parent / spec["path"]).resolve())
     problem = problem_from_dict(data, origin=file.name)
     return ProblemFile(problem=problem, path=file, metadata={k: data[k] for k in METADATA_KEYS if k in data})
 

@@ -40,7 +40,10 @@ from dpopt.validation import DPOptError
 from tests.conftest import PROBLEMS
 
 SCALE = 20 if os.environ.get("HYPOTHESIS_PROFILE") == "explore" else 1
-FILES = sorted(PROBLEMS.glob("*.toml"))
+#: Examples whose valid solve is minutes of real work (the 1044-graph LP) are left out: their
+#: kind's refusals are fuzzed through its small example (finite_query_explicit.toml).
+HEAVY = {"finite_query_triangles.toml"}
+FILES = sorted(p for p in PROBLEMS.glob("*.toml") if p.name not in HEAVY)
 ORIGINALS = {path.name: tomllib.loads(path.read_text()) for path in FILES}
 
 

@@ -32,6 +32,7 @@ FILES = (
     "noise_adding_staircase.toml",
     "calibration_gaussian_analytic.toml",
     "dx_example1.toml",
+    "finite_query_explicit.toml",
 )
 #: Objectives of one deterministic method agree to this relative tolerance across runs.
 RTOL = 1e-9

@@ -19,12 +19,21 @@ EXAMPLES = {
         n=50, query=[[0.1, 0.5, 0.9, 0.3], [1.0, 0.0, 1.0, 0.0]], histogram=[10, 20, 15, 5],
         metric={"type": "euclidean", "coordinates": [[0, 0], [1, 0], [0, 2], [3, 3]], "epsilon": 0.5},
     ),
+    "finite_query": lambda: dpopt.FiniteQuery(
+        universe={"type": "explicit", "values": [0, 1, 3, 3, 6], "neighbours": [[0, 1], [1, 2], [1, 3], [2, 4], [3, 4]]},
+        epsilon=0.8, loss="squared", side_information=[0, 2, 4], delta=1.0, important=[0, 3],
+    ),
 }
 BAD_PRIVACY = {
     "count_query": [dict(n=3, alpha=1.2), dict(n=3, epsilon=-1), dict(n=3), dict(n=3, alpha=0.5, epsilon=1)],
     "multi_level_release": [dict(n=3, alphas=[1.2]), dict(n=3, epsilons=[-1.0]), dict(n=3)],
     "noise_adding": [dict(sensitivity=1, epsilon=0.0), dict(sensitivity=1, alpha=1.0), dict(sensitivity=1)],
     "calibration": [dict(mechanism="laplace", epsilon=-1.0), dict(mechanism="laplace"), dict(mechanism="gaussian_analytic", epsilon=1.0, delta=1.5)],
+    "finite_query": [
+        dict(universe={"type": "explicit", "values": [0, 1], "neighbours": [[0, 1]]}, epsilon=0.0),
+        dict(universe={"type": "explicit", "values": [0, 1], "neighbours": [[0, 1]]}, alpha=1.0),
+        dict(universe={"type": "explicit", "values": [0, 1], "neighbours": [[0, 1]]}),
+    ],
     "dx_linear_query": [
         dict(n=5, query=[0.0, 1.0], metric={"type": "uniform", "epsilon": -1.0}),
         dict(n=5, query=[0.0, 1.0], metric={"type": "euclidean", "coordinates": [[0, 0], [1, 1]], "epsilon": 0.0}),
@@ -58,7 +67,12 @@ def test_method_contract(kind, name):
     if kind not in PARAMETER_KINDS:
         x = solution.mechanism.to_numpy()
         assert (x >= 0).all() and np.allclose(x.sum(axis=1), 1, atol=1e-9)
-        assert dpopt.certify(x, problem.epsilon).ok
+        if kind == "finite_query":  # neighbours are the universe's pairs, not adjacent rows
+            from dpopt.methods.finite_query import certify_finite
+
+            assert certify_finite(problem, x).ok
+        else:
+            assert dpopt.certify(x, problem.epsilon).ok
     true_value = None if kind == "dx_linear_query" else 1  # d_X releases use the problem's histogram
     np.testing.assert_array_equal(solution.sample(true_value, 20, rng=9), solution.sample(true_value, 20, rng=9))
     summary = solution.summary()

@@ -1,0 +1,240 @@
+"""Finite dataset universes: Wu-Xia-He's dataset metric space (D, d̄) with a query f on it.
+
+A :class:`Universe` holds m datasets, the query value f(x) of each, and the dataset
+metric d̄ as an m x m matrix: either the shortest-path distance of a neighbour graph
+(edges), or a metric given directly. Neighbours are the pairs at distance <= 1
+(Wu-Xia-He Definition 4: "neighbors of distance k if k - 1 < d̄(x, y) <= k").
+
+Sources: inline lists (:meth:`Universe.from_edges`, :meth:`Universe.from_metric`), a
+CSV file (:meth:`Universe.from_csv`), and :func:`graph_atlas`: every non-isomorphic
+graph on k <= 7 nodes from networkx's graph atlas, with edge-DP between isomorphism
+classes (two classes are neighbours iff representatives differ in one edge), the
+setting of Wu-Xia-He Section 6.1 (triangle counting on seven-node graphs).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from scipy.sparse import coo_array
+from scipy.sparse.csgraph import shortest_path
+
+from dpopt.limits import MAX_MAGNITUDE, MAX_UNIVERSE
+from dpopt.validation import check_array, check_choice, check_int, fail, read_text_file
+
+__all__ = ["Universe", "graph_atlas", "GRAPH_STATISTICS", "universe_from_spec"]
+
+OWNER = "universe"
+
+
+@dataclass(frozen=True, eq=False)
+class Universe:
+    """m datasets with query values and a dataset metric.
+
+    Attributes
+    ----------
+    values : array of shape (m,)
+        f(x) for every dataset x.
+    distances : array of shape (m, m)
+        The dataset metric d̄ (symmetric, zero diagonal, finite: the relation is connected).
+    source : str
+        How the universe was built (for export and display).
+    spec : dict
+        A problem-file table that rebuilds it (``type`` first).
+    """
+
+    values: np.ndarray
+    distances: np.ndarray
+    source: str = "explicit"
+    spec: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        f = check_array(self.values, "universe.values", OWNER, ndim=1, max_abs=MAX_MAGNITUDE)
+        m = check_int(f.size, "universe.values", OWNER, low=2, high=MAX_UNIVERSE)
+        d = check_array(self.distances, "universe.distances", OWNER, ndim=2, low=0.0, allow_inf=True)
+        if d.shape != (m, m) or not np.array_equal(d, d.T) or np.any(np.diag(d) != 0):
+            raise fail("universe.distances", OWNER, f"a symmetric {m} x {m} metric with a zero diagonal", d.shape)
+        if not np.isfinite(d).all():
+            raise fail("universe", OWNER, "a connected neighbour relation (every dataset reachable from every other)", "disconnected")
+        if not np.any((d <= 1) & ~np.eye(m, dtype=bool)):
+            raise fail("universe", OWNER, "at least one pair of neighbours (distance <= 1)", "none")
+        for array in (f, d):
+            array.setflags(write=False)
+        object.__setattr__(self, "values", f)
+        object.__setattr__(self, "distances", d)
+
+    @property
+    def size(self) -> int:
+        """m, the number of datasets."""
+        return int(self.values.size)
+
+    @functools.cached_property
+    def neighbours(self) -> np.ndarray:
+        """Neighbouring pairs (a, b), a < b, at distance <= 1: shape (pairs, 2)."""
+        a, b = np.nonzero(np.triu(self.distances <= 1.0, 1))
+        return np.column_stack([a, b])
+
+    @functools.cached_property
+    def hops(self) -> np.ndarray:
+        """``ceil(d̄)``: the index k of "neighbours of distance k" (Definition 4), as integers."""
+        return np.ceil(self.distances - 1e-12).astype(np.int64)
+
+    @classmethod
+    def from_edges(cls, values: Any, edges: Any, *, source: str = "explicit") -> "Universe":
+        """Datasets 0..m-1 with ``values`` and a neighbour graph; d̄ = shortest-path hops."""
+        f = check_array(values, "universe.values", OWNER, ndim=1, max_abs=MAX_MAGNITUDE)
+        m = check_int(f.size, "universe.values", OWNER, low=2, high=MAX_UNIVERSE)
+        pairs = check_array(edges, "universe.neighbours", OWNER, ndim=2, integer=True, low=0)
+        if pairs.shape[1:] != (2,) or pairs.size == 0 or pairs.max() >= m or np.any(pairs[:, 0] == pairs[:, 1]):
+            raise fail("universe.neighbours", OWNER, f"a non-empty list of [a, b] pairs of distinct datasets in 0..{m - 1}", edges)
+        p = pairs.astype(np.int64)
+        graph = coo_array((np.ones(len(p)), (p[:, 0], p[:, 1])), shape=(m, m)).tocsr()
+        distances = shortest_path(graph, directed=False, unweighted=True)
+        spec = {"type": "explicit", "values": f.tolist(), "neighbours": p.tolist()}
+        return cls(f, distances, source=source, spec=spec)
+
+    @classmethod
+    def from_metric(cls, values: Any, metric: Any) -> "Universe":
+        """Datasets with ``values`` and a dataset metric d̄ given as an m x m matrix."""
+        d = check_array(metric, "universe.metric", OWNER, ndim=2, low=0.0, max_abs=MAX_MAGNITUDE)
+        universe = cls(values, d, spec={"type": "explicit", "values": np.asarray(values, dtype=float).tolist(), "metric": d.tolist()})
+        _check_triangle_inequality(universe.distances)
+        return universe
+
+    @classmethod
+    def from_csv(cls, path: str) -> "Universe":
+        """A CSV file with columns ``value`` and ``neighbours`` (space-separated dataset indices), one row per dataset."""
+        import pandas as pd
+
+        text = read_text_file(path, "universe.path", OWNER, max_bytes=64 << 20, what="a CSV universe")
+        try:
+            table = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+            values = table["value"].to_numpy(dtype=float)
+            edges = [(i, int(j)) for i, cell in enumerate(table["neighbours"]) for j in cell.split()]
+        except (KeyError, ValueError, pd.errors.ParserError):  # messages may quote the file: not echoed
+            raise fail("universe.path", OWNER, "a CSV file with columns value, neighbours (space-separated indices)", str(path)) from None
+        universe = cls.from_edges(values, edges, source=f"csv:{path}")
+        return cls(universe.values, universe.distances, source=universe.source, spec={"type": "csv", "path": str(path)})
+
+
+def _check_triangle_inequality(d: np.ndarray) -> None:
+    for k in range(d.shape[0]):
+        if np.any(d > d[:, k][:, None] + d[k, :][None, :] + 1e-9 * (1 + d)):
+            raise fail("universe.metric", OWNER, "a metric (the triangle inequality fails)", "a violating triple")
+
+
+# --- the graph atlas (Wu-Xia-He Section 6.1) ----------------------------------------------
+
+def _triangles(graph: Any) -> float:
+    import networkx as nx
+
+    return sum(nx.triangles(graph).values()) / 3
+
+
+def _components(graph: Any) -> float:
+    import networkx as nx
+
+    return float(nx.number_connected_components(graph))
+
+
+#: statistic -> f(graph)
+GRAPH_STATISTICS: dict[str, Callable[[Any], float]] = {
+    "triangles": _triangles,
+    "edges": lambda g: float(g.number_of_edges()),
+    "max_degree": lambda g: float(max((d for _, d in g.degree()), default=0)),
+    "components": _components,
+}
+
+
+def _invariant(adjacency: np.ndarray) -> tuple[tuple[int, int, int], ...]:
+    """An isomorphism invariant: per node (degree, triangles, sum of neighbours' degrees), sorted."""
+    degree = adjacency.sum(axis=1)
+    triangles = np.diag(adjacency @ adjacency @ adjacency) // 2
+    around = adjacency @ degree
+    return tuple(sorted(zip(degree.tolist(), triangles.tolist(), around.tolist())))
+
+
+@functools.cache
+def _atlas_classes(nodes: int) -> tuple[tuple[Any, ...], np.ndarray]:
+    """The atlas graphs on ``nodes`` nodes and the edge-DP neighbour pairs between their classes."""
+    import networkx as nx
+
+    graphs = tuple(g for g in nx.graph_atlas_g() if g.number_of_nodes() == nodes)
+    adjacency = [nx.to_numpy_array(g, nodelist=range(nodes), dtype=np.int64) for g in graphs]
+    buckets: dict[Any, list[int]] = defaultdict(list)
+    for index, a in enumerate(adjacency):
+        buckets[_invariant(a)].append(index)
+
+    def class_of(a: np.ndarray) -> int:
+        candidates = buckets[_invariant(a)]
+        if len(candidates) == 1:
+            return candidates[0]
+        h = nx.from_numpy_array(a)
+        return next(c for c in candidates if nx.is_isomorphic(graphs[c], h))
+
+    pairs = set()
+    for index, a in enumerate(adjacency):
+        for u, v in itertools.combinations(range(nodes), 2):
+            if a[u, v]:
+                continue  # removing an edge is the reverse of adding one: found from the other side
+            b = a.copy()
+            b[u, v] = b[v, u] = 1
+            other = class_of(b)
+            if other != index:
+                pairs.add((min(index, other), max(index, other)))
+    return graphs, np.array(sorted(pairs), dtype=np.int64)
+
+
+def graph_atlas(nodes: int = 7, statistic: str = "triangles") -> Universe:
+    """All non-isomorphic graphs on ``nodes`` nodes (networkx's atlas order), edge-DP between classes.
+
+    Two isomorphism classes are neighbours iff a representative of one becomes a
+    representative of the other by adding or removing one edge; d̄ is the hop distance
+    between classes. On 7 nodes: 1044 classes (Wu-Xia-He Section 6.1).
+    """
+    k = check_int(nodes, "universe.nodes", OWNER, low=2, high=7)
+    name = check_choice(statistic, "universe.statistic", OWNER, tuple(GRAPH_STATISTICS))
+    graphs, pairs = _atlas_classes(k)
+    values = np.array([GRAPH_STATISTICS[name](g) for g in graphs])
+    universe = Universe.from_edges(values, pairs, source=f"graph_atlas(nodes={k}, statistic={name})")
+    return Universe(universe.values, universe.distances, source=universe.source,
+                    spec={"type": "graph_atlas", "nodes": k, "statistic": name})
+
+
+#: universe type -> the fields its table takes
+UNIVERSE_TYPES: dict[str, tuple[str, ...]] = {
+    "graph_atlas": ("nodes", "statistic"),
+    "explicit": ("values", "neighbours", "metric"),
+    "csv": ("path",),
+}
+
+
+def universe_from_spec(spec: Any) -> Universe:
+    """Build a :class:`Universe` from a problem file's ``[universe]`` table (or pass one through)."""
+    if isinstance(spec, Universe):
+        return spec
+    if not isinstance(spec, dict) or "type" not in spec:
+        raise fail("universe", "finite_query", "a table with 'type' (" + ", ".join(UNIVERSE_TYPES) + ")", spec)
+    kind = spec["type"]
+    if not isinstance(kind, str) or kind not in UNIVERSE_TYPES:
+        raise fail("universe.type", "finite_query", "one of " + ", ".join(repr(k) for k in UNIVERSE_TYPES), kind)
+    unknown = sorted(set(spec) - {"type", *UNIVERSE_TYPES[kind]})
+    if unknown:
+        raise fail(f"universe.{unknown[0]}", "finite_query", f"absent: a {kind} universe takes " + ", ".join(UNIVERSE_TYPES[kind]), spec[unknown[0]])
+    if kind == "graph_atlas":
+        return graph_atlas(spec.get("nodes", 7), spec.get("statistic", "triangles"))
+    if kind == "csv":
+        return Universe.from_csv(spec.get("path"))
+    if ("neighbours" in spec) == ("metric" in spec):
+        raise fail("universe.neighbours", "finite_query", "given, or replaced by 'metric' (exactly one)", None)
+    if "values" not in spec:
+        raise fail("universe.values", "finite_query", "given (f(x) for every dataset)", None)
+    if "metric" in spec:
+        return Universe.from_metric(spec["values"], spec["metric"])
+    return Universe.from_edges(spec["values"], spec["neighbours"])
