@@ -148,6 +148,10 @@ def _pick(problem: Problem, method: Any) -> list[Method]:
         return _auto_order(candidates)
     by_name = {m.name: m for m in candidates}
     if method not in by_name:
+        registered = REGISTRY[problem.kind].get(method)
+        if registered is not None:  # registered, but not for this problem: say which do apply
+            raise fail("method", problem.kind, f"one that applies to this problem ({', '.join(sorted(by_name))}); "
+                       f"{method!r} does not ({registered.summary})", method)
         raise fail("method", problem.kind, "one of " + ", ".join(names) + " (that applies to this problem)", method)
     return [by_name[method]]
 

@@ -25,7 +25,7 @@ from dpopt.certificates import Certificate, log_ratios
 from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.mechanisms import set_sequences as seq
 from dpopt.problems.finite_query import FiniteQuery
-from dpopt.programs.finite_query import build_finite_program, solve_finite_lp
+from dpopt.programs.finite_query import MAX_PRIVACY_ROWS, build_finite_program, check_lp_size, solve_finite_lp
 from dpopt.registry import register, register_reader
 from dpopt.solution import Solution, mechanism_frame
 
@@ -90,9 +90,15 @@ def _lp_memory(problem: FiniteQuery) -> tuple[float, str]:
     return 400.0 * pairs * k + 2000.0 * m * k, "universe"
 
 
+def _lp_fits(problem: FiniteQuery) -> bool:
+    return len(problem.privacy_pairs()[0]) * problem.size[1] <= MAX_PRIVACY_ROWS
+
+
 @register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: float(p.size[0] * p.size[1]) ** 1.5, memory=_lp_memory,
-          summary="the optimal mechanism: LP over m x |R| entries, one privacy row per pair, direction and output")
+          applies=_lp_fits,
+          summary=f"the optimal mechanism: LP over m x |R| entries, one privacy row per pair, direction and output (<= {MAX_PRIVACY_ROWS:,} rows)")
 def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution:
+    check_lp_size(problem)
     if solver is not None and solver.upper() != "HIGHS":
         from dpopt.solvers import run_program
 
@@ -102,8 +108,7 @@ def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution
     else:
         result = solve_finite_lp(problem)
         x, solver_name = result.mechanism, "HIGHS"
-        details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows,
-                   "privacy_rows_total": result.privacy_rows_total, "rounds": result.rounds}
+        details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows}
     if repair:
         x, cert = mix_until_certified(problem, x)
     else:

@@ -1,0 +1,157 @@
+"""finite_query: the LP against the GS count-query optimum, the constructions against the LP.
+
+Independent routes: the GS LP and the factored route of ``count_query`` on path universes;
+two solvers (HiGHS on the LP, Clarabel on the cvxpy program); the certificate measured on
+every returned matrix; the constructions' index rules against Lemmas 1-2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpopt
+from dpopt.export import read_solution
+from dpopt.mechanisms import set_sequences as seq
+from dpopt.methods.finite_query import certify_finite
+from dpopt.universes import Universe
+
+LOSSES = ["absolute", "squared", "zero_one"]
+
+
+def path(n: int) -> dict:
+    return {"type": "explicit", "values": list(range(n + 1)), "neighbours": [[i, i + 1] for i in range(n)]}
+
+
+@given(n=st.integers(1, 12), alpha=st.floats(0.05, 0.95), loss=st.sampled_from(LOSSES), data=st.data())
+def test_lp_on_a_path_is_the_gs_optimum(n, alpha, loss, data):
+    support = sorted(set(data.draw(st.lists(st.integers(0, n), min_size=1, max_size=n + 1))))
+    finite = dpopt.solve(dpopt.FiniteQuery(universe=path(n), alpha=alpha, loss=loss, side_information=support), "lp")
+    count = dpopt.solve(dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=support))
+    assert finite.certificate.ok
+    assert finite.objective == pytest.approx(count.objective, rel=1e-7, abs=1e-9)
+
+
+@given(n=st.integers(1, 8), alpha=st.floats(0.1, 0.9), loss=st.sampled_from(LOSSES))
+def test_average_objective_against_the_cvxpy_program_on_clarabel(n, alpha, loss):
+    problem = dpopt.FiniteQuery(universe=path(n), alpha=alpha, loss=loss, objective="average", prior=list(range(1, n + 2)))
+    highs = dpopt.solve(problem, "lp")
+    clarabel = dpopt.solve(problem, "lp", solver="CLARABEL")
+    assert highs.certificate.ok and clarabel.certificate.ok
+    assert highs.objective == pytest.approx(clarabel.objective, rel=1e-5, abs=1e-7)
+
+
+@st.composite
+def universes(draw):
+    """A random connected universe: a random spanning tree plus extra edges, random integer values."""
+    m = draw(st.integers(2, 9))
+    parents = [draw(st.integers(0, i - 1)) for i in range(1, m)]
+    edges = {(p, i) for i, p in enumerate(parents, start=1)}
+    for _ in range(draw(st.integers(0, m))):
+        a, b = draw(st.integers(0, m - 1)), draw(st.integers(0, m - 1))
+        if a != b:
+            edges.add((min(a, b), max(a, b)))
+    values = draw(st.lists(st.integers(0, 6), min_size=m, max_size=m))
+    return {"type": "explicit", "values": values, "neighbours": sorted(edges)}
+
+
+def _indices(problem):
+    u = problem.universe
+    f, r = u.values, problem.outputs
+    return {
+        "privacy_first": seq.privacy_first_index(u.hops, f, r),
+        "compositional": seq.compositional_index(u.hops, f, r, problem.delta),
+        "utility_first": seq.utility_first_index(u.hops, f, r, problem.sensitivity, problem.delta),
+        "staircase": seq.staircase_index(f, r, problem.sensitivity),
+    }
+
+
+@given(universe=universes(), delta=st.integers(0, 3))
+def test_lemmas_1_and_2_indices_partition_and_neighbours_differ_by_at_most_one(universe, delta):
+    """Every output has exactly one index per dataset (a partition); neighbours' indices differ by <= 1."""
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=1.0, delta=float(delta))
+    a, b = problem.universe.neighbours.T
+    for name, index in _indices(problem).items():
+        assert (index < seq.UNREACHABLE).all(), name  # outputs are values of f: every one is reached
+        assert np.abs(index[a] - index[b]).max() <= 1, name
+    own = _indices(problem)["privacy_first"]
+    rows = np.arange(problem.universe.size)
+    columns = np.searchsorted(problem.outputs, problem.universe.values)
+    assert (own[rows, columns] == 0).all()  # f(x) is in I_0^x
+
+
+def test_the_papers_sphere_b_is_not_a_partition_and_the_ball_is():
+    """Theorem 3 as printed (B_(i-1) over the sphere N_(i-1)) double-counts; the ball does not."""
+    # a path 0-1-2-3 with values 5, 0, 0, 5: value 5 is reached at distance 0 and again at 3 from x = 0
+    u = Universe.from_edges([5, 0, 0, 5], [[0, 1], [1, 2], [2, 3]])
+    hops, values, outputs = u.hops, u.values, np.array([0.0, 5.0])
+    sphere_sets = []
+    for i in range(4):
+        reached = {float(values[y]) for y in range(4) if hops[0, y] == i}
+        previous_sphere = {float(values[y]) for y in range(4) if hops[0, y] == i - 1}
+        sphere_sets.append(reached - previous_sphere)
+    assert 5.0 in sphere_sets[0] and 5.0 in sphere_sets[3]  # the printed definition puts 5 in two sets
+    index = seq.compositional_index(hops, values, outputs, np.zeros(4))
+    assert index[0].tolist() == [1, 0]  # the ball version: 5 only at its first index
+
+
+@given(universe=universes(), epsilon=st.floats(0.1, 3.0), delta=st.integers(0, 2))
+def test_proof_calibration_never_exceeds_two_epsilon_prime(universe, epsilon, delta):
+    """With calibrate_shortcuts = "proof" the parameter is eps / 2 and the measured loss is <= eps (2 x eps / 2)."""
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon, calibrate_shortcuts="proof", delta=float(delta))
+    for method in dpopt.methods_for(problem):
+        if method.name == "lp":
+            continue
+        solution = dpopt.solve(problem, method.name)
+        assert solution.details["parameter"] == pytest.approx(epsilon / 2)
+        assert solution.details["measured_loss"] <= epsilon + 1e-9, method.name
+        assert solution.certificate.ok, method.name
+
+
+@given(universe=universes(), epsilon=st.floats(0.1, 3.0))
+def test_lp_is_below_every_construction_at_the_same_measured_privacy(universe, epsilon):
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon)
+    solutions = {s.method: s for s in dpopt.compare(problem)}
+    optimum = solutions.pop("lp")
+    assert optimum.certificate.ok and optimum.exact
+    for name, solution in solutions.items():
+        x = solution.mechanism.to_numpy()
+        assert solution.certificate.ok and np.allclose(x.sum(axis=1), 1.0) and (x >= 0).all(), name
+        assert certify_finite(problem, x).max_privacy_loss <= epsilon + 1e-9, name
+        assert optimum.objective <= solution.objective + 1e-9, name
+
+
+def test_exponential_mechanism_is_theorem_2_on_a_finite_universe():
+    problem = dpopt.FiniteQuery(universe={"type": "graph_atlas", "nodes": 5, "statistic": "triangles"}, epsilon=1.0)
+    a, b = dpopt.solve(problem, "exponential"), dpopt.solve(problem, "privacy_first")
+    np.testing.assert_array_equal(a.mechanism.to_numpy(), b.mechanism.to_numpy())
+
+
+def test_atlas_lp_and_constructions_on_five_nodes():
+    problem = dpopt.FiniteQuery(universe={"type": "graph_atlas", "nodes": 5, "statistic": "triangles"}, epsilon=1.0)
+    optimum = dpopt.solve(problem, "lp")
+    # an independent route: the same LP written in cvxpy, solved by Clarabel
+    assert optimum.objective == pytest.approx(dpopt.solve(problem, "lp", solver="CLARABEL").objective, rel=1e-6)
+    for method in dpopt.methods_for(problem):
+        assert dpopt.solve(problem, method.name).objective >= optimum.objective - 1e-9
+
+
+def test_the_lp_beyond_its_limit_is_refused_before_work_and_constructions_run():
+    problem = dpopt.FiniteQuery(universe={"type": "graph_atlas", "nodes": 7, "statistic": "triangles"}, epsilon=1.0)
+    assert "lp" not in {m.name for m in dpopt.methods_for(problem)}
+    with pytest.raises(dpopt.InvalidParameterError, match="'method'.*lp"):
+        dpopt.solve(problem, "lp")
+    solution = dpopt.solve(problem, "privacy_first")
+    assert solution.certificate.ok and solution.mechanism.shape == (1044, 28)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet", ".npz"])
+def test_export_round_trip(tmp_path, suffix):
+    problem = dpopt.FiniteQuery(universe={"type": "explicit", "values": [0, 1, 3], "neighbours": [[0, 1], [1, 2]]}, epsilon=0.5)
+    solution = dpopt.solve(problem, "lp")
+    solution.export(str(tmp_path / f"m{suffix}"))
+    back = read_solution(tmp_path / f"m{suffix}")
+    assert back.objective == pytest.approx(solution.objective, rel=1e-12) and back.certificate.ok
+    np.testing.assert_array_equal(back.sample(2, 10, rng=4), solution.sample(2, 10, rng=4))

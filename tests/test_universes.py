@@ -1,0 +1,64 @@
+"""Finite universes: the graph atlas against the issue's independent counts, and validation."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from dpopt.universes import Universe, graph_atlas
+from dpopt.validation import InvalidParameterError
+
+
+def test_seven_node_atlas_has_the_published_structure():
+    """1044 classes, 6558 neighbouring pairs, diameter 21, 28 distinct triangle counts (issue 13)."""
+    u = graph_atlas(7, "triangles")
+    assert u.size == 1044 and len(u.neighbours) == 6558
+    assert int(u.distances.max()) == 21 and np.unique(u.values).size == 28
+    assert np.isfinite(u.distances).all()  # connected
+
+
+def test_atlas_neighbours_differ_in_exactly_one_edge():
+    """Independent check of the class relation by brute force on 5 nodes (34 classes)."""
+    u = graph_atlas(5, "edges")
+    graphs = [g for g in nx.graph_atlas_g() if g.number_of_nodes() == 5]
+    expected = set()
+    for i, g in enumerate(graphs):
+        for j, h in enumerate(graphs):
+            if i < j and h.number_of_edges() == g.number_of_edges() + 1:
+                if any(nx.is_isomorphic(_plus(g, e), h)
+                       for e in nx.non_edges(g)):
+                    expected.add((i, j))
+    assert {tuple(p) for p in u.neighbours.tolist()} == expected
+    # each pair changes the edge count by exactly one
+    a, b = u.neighbours.T
+    assert np.all(np.abs(u.values[a] - u.values[b]) == 1)
+
+
+def _plus(g, edge):
+    h = g.copy()
+    h.add_edge(*edge)
+    return h
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        (dict(values=[0, 1, 2], edges=[[0, 1]]), "universe"),  # disconnected
+        (dict(values=[0, float("nan")], edges=[[0, 1]]), "universe.values"),
+        (dict(values=[0, 1], edges=[[0, 0]]), "universe.neighbours"),
+        (dict(values=[0, 1], edges=[[0, 5]]), "universe.neighbours"),
+        (dict(values=["a", "b"], edges=[[0, 1]]), "universe.values"),
+    ],
+)
+def test_bad_universes_name_the_field(kwargs, field):
+    with pytest.raises(InvalidParameterError) as info:
+        Universe.from_edges(kwargs["values"], kwargs["edges"])
+    assert info.value.parameter == field
+
+
+def test_metric_universe_checks_the_triangle_inequality():
+    with pytest.raises(InvalidParameterError, match="triangle"):
+        Universe.from_metric([0, 1, 2], [[0, 1, 5], [1, 0, 1], [5, 1, 0]])
+    u = Universe.from_metric([0, 1, 2], [[0, 1, 2], [1, 0, 1], [2, 1, 0]])
+    assert len(u.neighbours) == 2
