@@ -62,7 +62,11 @@ class Method:
     cost: Callable[[Any], float]
     summary: str
     auto_fallback: bool = False
-    memory: Callable[[Any], tuple[float, str]] = lambda problem: (0.0, "problem")
+    memory: Callable[[Any], tuple[float, str]] = lambda problem: _NO_ESTIMATE
+
+
+#: The memory estimate of a method that declares none: nothing beyond its problem.
+_NO_ESTIMATE = (0.0, "problem")
 
 
 REGISTRY: dict[str, dict[str, Method]] = {}
@@ -111,7 +115,7 @@ def register(
         methods = REGISTRY.setdefault(kind, {})
         if name in methods:
             raise ValueError(f"method {name!r} of {kind} is registered twice")
-        estimate = memory if memory is not None else (lambda problem: (0.0, "problem"))
+        estimate = memory if memory is not None else (lambda problem: _NO_ESTIMATE)
         methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary, auto_fallback, estimate)
         return run
 
