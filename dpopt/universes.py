@@ -25,6 +25,7 @@ import numpy as np
 from scipy.sparse import coo_array
 from scipy.sparse.csgraph import shortest_path
 
+from dpopt.dx.metric import first_triangle_violation
 from dpopt.limits import MAX_MAGNITUDE, MAX_UNIVERSE
 from dpopt.validation import check_array, check_choice, check_int, fail, read_text_file
 
@@ -104,7 +105,10 @@ class Universe:
         """Datasets with ``values`` and a dataset metric d̄ given as an m x m matrix."""
         d = check_array(metric, "universe.metric", OWNER, ndim=2, low=0.0, max_abs=MAX_MAGNITUDE)
         universe = cls(values, d, spec={"type": "explicit", "values": np.asarray(values, dtype=float).tolist(), "metric": d.tolist()})
-        _check_triangle_inequality(universe.distances)
+        triple = first_triangle_violation(universe.distances)
+        if triple is not None:
+            i, j, k = triple
+            raise fail("universe.metric", OWNER, f"a metric (the triangle inequality fails: d[{i},{j}] > d[{i},{k}] + d[{k},{j}])", d.shape)
         return universe
 
     @classmethod
@@ -121,12 +125,6 @@ class Universe:
             raise fail("universe.path", OWNER, "a CSV file with columns value, neighbours (space-separated indices)", str(path)) from None
         universe = cls.from_edges(values, edges, source=f"csv:{path}")
         return cls(universe.values, universe.distances, source=universe.source, spec={"type": "csv", "path": str(path)})
-
-
-def _check_triangle_inequality(d: np.ndarray) -> None:
-    for k in range(d.shape[0]):
-        if np.any(d > d[:, k][:, None] + d[k, :][None, :] + 1e-9 * (1 + d)):
-            raise fail("universe.metric", OWNER, "a metric (the triangle inequality fails)", "a violating triple")
 
 
 # --- the graph atlas (Wu-Xia-He Section 6.1) ----------------------------------------------

@@ -25,14 +25,14 @@ from scipy.sparse.csgraph import shortest_path
 from dpopt.limits import MAX_MAGNITUDE, MAX_UNIVERSE
 from dpopt.validation import check_array, check_int, check_real, fail, read_text_file
 
-__all__ = ["DXMetric"]
+__all__ = ["DXMetric", "first_triangle_violation"]
 
 OWNER = "dx metric"
 #: Relative slack of the triangle-inequality check (floating-point sums).
 TRIANGLE_TOLERANCE = 1e-12
 
 
-def _first_triangle_violation(d: np.ndarray) -> tuple[int, int, int] | None:
+def first_triangle_violation(d: np.ndarray) -> tuple[int, int, int] | None:
     """(i, j, k) with ``d[i, j] > d[i, k] + d[k, j]``, or None; O(N^3) in N vectorised passes."""
     for k in range(d.shape[0]):
         through = d[:, k][:, None] + d[k, :][None, :]
@@ -75,7 +75,7 @@ class DXMetric:
         if self.closure:
             d = shortest_path(d, method="FW", directed=False) if np.isfinite(d).all() else _closure_with_inf(d)
         else:
-            triple = _first_triangle_violation(d)
+            triple = first_triangle_violation(d)
             if triple is not None:
                 i, j, k = triple
                 raise fail(
