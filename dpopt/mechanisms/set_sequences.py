@@ -166,7 +166,7 @@ def calibrate(build: Callable[[float], np.ndarray], pairs: np.ndarray, target: f
     return Calibrated(mechanism, low, measured_loss(mechanism, pairs), "measured: the largest parameter whose measured loss meets epsilon (bisection)")
 
 
-#: method name -> (paper reference, needs delta, uses the important set)
+#: method name -> the construction it registers (paper and theorem)
 CONSTRUCTIONS: dict[str, str] = {
     "staircase": "Wu-Xia-He Theorem 1 (Example 9's gamma)",
     "privacy_first": "Wu-Xia-He Theorem 2 (Algorithm 1 on any finite universe)",

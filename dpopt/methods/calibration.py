@@ -10,6 +10,8 @@ releases ``true_value + Z``.
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 import numpy as np
@@ -159,8 +161,6 @@ def solve_closed_form(problem: Calibration, solver: str | None, repair: bool) ->
 @register_reader(KIND)
 def read_calibration(problem: Calibration, stored: StoredSolution) -> Solution:
     """Recompute the calibration of the file's problem; the stored scale must be that one."""
-    import dataclasses
-
     fresh = solve_closed_form(problem, None, True)
     stored_scale = stored.meta["parameters"]["scale"]
     if not isinstance(stored_scale, (int, float)) or not np.isclose(fresh.parameters["scale"], stored_scale, rtol=1e-9, atol=0.0):

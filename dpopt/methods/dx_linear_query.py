@@ -19,6 +19,8 @@ Laplace mechanism, and a certificate: the all-pairs check
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Callable
 
 import numpy as np
@@ -166,8 +168,6 @@ def solve_exact_improvement(problem: DXLinearQuery, solver: str | None, repair: 
 @register_reader(KIND)
 def read_dx_linear_query(problem: DXLinearQuery, stored: StoredSolution) -> Solution:
     """Re-check stored scales c and Q' against every pair of the problem's metric."""
-    import dataclasses
-
     params, summary = stored.meta["parameters"], stored.summary
     transformed = check_array(params["transformed_query"], "transformed_query", KIND, ndim=2, max_abs=MAX_MAGNITUDE)
     scales = check_array(params["scales"], "scales", KIND, ndim=1, low=0.0, max_abs=MAX_MAGNITUDE)

@@ -17,6 +17,8 @@ by name, and they agree to the last digit.
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Callable
 
 import numpy as np
@@ -189,7 +191,5 @@ for _name in seq.CONSTRUCTIONS:
 def read_finite_query(problem: FiniteQuery, stored: StoredSolution) -> Solution:
     """Rebuild an exported mechanism: labels against the universe and outputs, certificate and objective recomputed."""
     x = check_labels(stored, list(range(problem.universe.size)), problem.outputs.tolist())
-    import dataclasses
-
     solution = _solution(problem, x, certify_finite(problem, x, method="measured on read"), exact=True, **stored_fields(stored))
     return dataclasses.replace(solution, exact=bool(stored.summary["exact"]))

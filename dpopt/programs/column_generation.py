@@ -75,7 +75,7 @@ from dpopt.mechanisms.factored import FactoredMechanism, group_ranks
 from dpopt.mechanisms.geometric import column_weights
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.geometric_moments import kernel_moments
-from dpopt.solvers import new_highs
+from dpopt.solvers import SOLVER_OPTIONS, new_highs
 from dpopt.validation import SolverError, check_int, check_real
 
 __all__ = ["ColumnGenerationResult", "solve_by_column_generation", "lagrangian_costs"]
@@ -575,10 +575,7 @@ SETTLED_FACTOR = 5.0
 EXACT_DUALS_WITHIN = 100.0
 
 HIGHS_OPTIONS = {
-    "output_flag": False,
-    "primal_feasibility_tolerance": 1e-10,
-    "dual_feasibility_tolerance": 1e-10,
-    "small_matrix_value": 1e-12,
+    **SOLVER_OPTIONS["HIGHS"],  # the tolerances every dpopt LP uses
     "simplex_primal_edge_weight_strategy": 1,  # devex; measured the same pivots as the default
     # devex for the dual simplex too: when a warm primal re-solve ends in a dual clean-up,
     # exact steepest-edge weights cost one BTRAN per row (squared, alpha = 0.9: n = 2000

@@ -36,16 +36,12 @@ import numpy as np
 from scipy import sparse
 
 from dpopt.problems.finite_query import FiniteQuery
-from dpopt.solvers import new_highs
+from dpopt.solvers import SOLVER_OPTIONS, new_highs
 from dpopt.validation import SolverError, fail
 
 __all__ = ["FiniteProgram", "LPResult", "MAX_PRIVACY_ROWS", "build_finite_program", "check_lp_size", "solve_finite_lp"]
 
-HIGHS_OPTIONS = {
-    "primal_feasibility_tolerance": 1e-10,
-    "dual_feasibility_tolerance": 1e-10,
-    "small_matrix_value": 1e-12,
-}
+HIGHS_OPTIONS = SOLVER_OPTIONS["HIGHS"]  # the tolerances every dpopt LP uses (dpopt.solvers)
 
 
 @dataclass(frozen=True)
@@ -131,8 +127,7 @@ def solve_finite_lp(problem: FiniteQuery) -> LPResult:
 def _add_columns(h: highspy.Highs, problem: FiniteQuery, minimax: bool) -> None:
     m, k = problem.size
     costs = np.zeros(m * k) if minimax else (problem.weights[:, None] * problem.loss_matrix).ravel()
-    empty = np.zeros(m * k + 1, dtype=np.int32)
-    h.addCols(m * k, costs, np.zeros(m * k), np.ones(m * k), 0, empty[:-1], np.zeros(0, np.int32), np.zeros(0))
+    h.addCols(m * k, costs, np.zeros(m * k), np.ones(m * k), 0, np.zeros(m * k, np.int32), np.zeros(0, np.int32), np.zeros(0))
     if minimax:  # t, the worst expected loss
         h.addCols(1, np.ones(1), np.zeros(1), np.full(1, highspy.kHighsInf), 0, np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0))
 
