@@ -15,7 +15,7 @@ from dpopt.problems.count_query import CountQuery
 from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.problems.finite_query import FiniteQuery
 from dpopt.problems.multi_level import MultiLevelRelease
-from dpopt.problems.noise_adding import NoiseAdding
+from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
 from dpopt.registry import compare, compare_table, methods_for, price_of_closed_form, solve
 from dpopt.solution import Solution
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError
@@ -29,6 +29,7 @@ __all__ = [
     "FiniteQuery",
     "InvalidParameterError",
     "MultiLevelRelease",
+    "NeighbouringSetNoise",
     "NoiseAdding",
     "Solution",
     "SolverError",

@@ -18,7 +18,7 @@ from dpopt.problems.count_query import CountQuery
 from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.problems.finite_query import FiniteQuery
 from dpopt.problems.multi_level import MultiLevelRelease
-from dpopt.problems.noise_adding import NoiseAdding
+from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
 from dpopt.validation import fail, read_text_file
 
@@ -35,6 +35,12 @@ PROBLEM_KINDS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "calibration": (Calibration, ("mechanism", "epsilon", "alpha", "delta", "sensitivity", "p", "lower", "upper")),
     "finite_query": (FiniteQuery, ("universe", "epsilon", "alpha", "loss", "outputs", "objective", "prior", "side_information",
                                    "privacy", "calibrate_shortcuts", "delta", "gamma", "important", "penalty")),
+}
+
+#: kind -> (field, constructor, fields it accepts): a file of that kind holding the field
+#: is that variant (``noise_adding`` with ``neighbouring_set``: Wu-Xia-He's sum queries).
+PROBLEM_VARIANTS: dict[str, tuple[str, Callable[..., Any], tuple[str, ...]]] = {
+    "noise_adding": ("neighbouring_set", NeighbouringSetNoise, ("neighbouring_set", "epsilon", "alpha", "cost", "delta", "grid", "window")),
 }
 
 
@@ -66,6 +72,8 @@ def problem_from_dict(data: dict[str, Any], origin: str = "problem file") -> Any
     if not isinstance(kind, str) or kind not in PROBLEM_KINDS:
         raise fail("kind", origin, "one of " + ", ".join(repr(k) for k in PROBLEM_KINDS), kind)
     constructor, allowed = PROBLEM_KINDS[kind]
+    if kind in PROBLEM_VARIANTS and PROBLEM_VARIANTS[kind][0] in data:
+        _, constructor, allowed = PROBLEM_VARIANTS[kind]
     unknown = sorted(set(data) - set(allowed) - {"kind", *METADATA_KEYS})
     if unknown:
         raise fail(unknown[0], origin, f"absent: {kind} accepts " + ", ".join(allowed), data[unknown[0]])

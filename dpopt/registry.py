@@ -44,6 +44,10 @@ class Method:
         Relative cost estimate used by ``auto`` (smaller is faster).
     summary : str
         One line for ``compare`` and the docs.
+    exact_when : callable
+        ``exact_when(problem) -> bool``: for a method registered ``exact``, the
+        problems on which it is (e.g. the staircase is optimal for one sensitivity
+        interval, not for a neighbouring set with gaps). Default: all it applies to.
     auto_fallback : bool
         Picked by ``auto`` when no exact method applies (a kind whose problem has
         no tractable exact optimum in general, e.g. the non-convex d_X problem (6)).
@@ -63,6 +67,11 @@ class Method:
     summary: str
     auto_fallback: bool = False
     memory: Callable[[Any], tuple[float, str]] = lambda problem: _NO_ESTIMATE
+    exact_when: Callable[[Any], bool] = lambda problem: True
+
+    def is_exact(self, problem: Any) -> bool:
+        """Whether this method returns the optimum of ``problem`` (else an upper bound)."""
+        return self.exact and bool(self.exact_when(problem))
 
 
 #: The memory estimate of a method that declares none: nothing beyond its problem.
@@ -108,6 +117,7 @@ def register(
     applies: Callable[[Any], bool] = _always,
     auto_fallback: bool = False,
     memory: Callable[[Any], tuple[float, str]] | None = None,
+    exact_when: Callable[[Any], bool] = _always,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``run(problem, solver, repair)`` as method ``name`` of ``kind``."""
 
@@ -116,7 +126,7 @@ def register(
         if name in methods:
             raise ValueError(f"method {name!r} of {kind} is registered twice")
         estimate = memory if memory is not None else (lambda problem: _NO_ESTIMATE)
-        methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary, auto_fallback, estimate)
+        methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary, auto_fallback, estimate, exact_when)
         return run
 
     return decorate
@@ -137,9 +147,9 @@ def methods_for(problem: Problem) -> list[Method]:
     return sorted(applicable, key=lambda m: m.cost(problem))
 
 
-def _auto_order(candidates: list[Method]) -> list[Method]:
+def _auto_order(problem: Problem, candidates: list[Method]) -> list[Method]:
     """What ``auto`` tries, in order: the exact methods cheapest first, else the fallback."""
-    return [m for m in candidates if m.exact] or [m for m in candidates if m.auto_fallback] or candidates[:1]
+    return [m for m in candidates if m.is_exact(problem)] or [m for m in candidates if m.auto_fallback] or candidates[:1]
 
 
 def _pick(problem: Problem, method: Any) -> list[Method]:
@@ -149,7 +159,7 @@ def _pick(problem: Problem, method: Any) -> list[Method]:
     if not isinstance(method, str):
         raise fail("method", problem.kind, "one of " + ", ".join(names), method)
     if method == "auto":
-        return _auto_order(candidates)
+        return _auto_order(problem, candidates)
     by_name = {m.name: m for m in candidates}
     if method not in by_name:
         registered = REGISTRY[problem.kind].get(method)
@@ -229,7 +239,7 @@ def solve(problem: Problem, method: str = "auto", *, solver: str | None = None, 
                 raise
             failures.append(f"{chosen.name}: {exc}")
             continue
-        solution = solution.with_timing(method=chosen.name, exact=chosen.exact, seconds=time.perf_counter() - start)
+        solution = solution.with_timing(method=chosen.name, exact=chosen.is_exact(problem), seconds=time.perf_counter() - start)
         if failures:
             solution.details["auto_fallbacks"] = failures
         return solution

@@ -8,6 +8,18 @@
   bound otherwise.
 * ``laplace_rounded`` -- ``round(Lap(Delta / epsilon))``: always an upper bound.
 
+With a ``neighbouring_set`` V instead of a sensitivity
+(:class:`~dpopt.problems.noise_adding.NeighbouringSetNoise`, Wu-Xia-He Section 6.2) the
+noise is a real density (:class:`~dpopt.mechanisms.piecewise_noise.PiecewiseNoise`):
+
+* ``privacy_first`` -- Theorem 2's rings, exact density, eps-DP measured (Corollary 1).
+* ``compositional`` -- Theorem 3 with the problem's ``delta``.
+* ``staircase`` -- Theorem 1 / Geng-Viswanath with Delta = max V: optimal when V is
+  one interval [0, Delta], an upper bound otherwise.
+* ``lp`` -- the grid LP (:func:`dpopt.programs.noise_adding.build_grid_program`): the
+  best density constant on cells of width Delta / grid over the window, periodic tail;
+  an upper bound on the optimum over all densities, falling as the grid is refined.
+
 Every Solution carries the noise as :class:`~dpopt.mechanisms.integer_noise.PeriodicNoise`
 (``details["noise"]``), its mechanism matrix for the true values 0..Delta on the
 window (releases beyond it clamped to the end columns), and a certificate measured
@@ -16,14 +28,31 @@ on the whole integer line.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from dpopt.certificates import Certificate
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.staircase import DiscreteStaircaseMechanism
-from dpopt.problems.noise_adding import NoiseAdding
-from dpopt.programs.noise_adding import build_noise_program, mass_vector, repair_window
+from dpopt.mechanisms.neighbouring_sets import ring_noise, staircase_noise, symmetric_shifts
+from dpopt.mechanisms.piecewise_noise import PiecewiseNoise
+from dpopt.mechanisms.staircase import optimal_gamma
+from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
+from dpopt.programs.noise_adding import (
+    build_grid_program,
+    build_noise_program,
+    grid_functionals,
+    grid_privacy_matrix,
+    grid_rows,
+    grid_shifts,
+    mass_vector,
+    repair_cells,
+    repair_window,
+    strictly_private_cells,
+)
 from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.registry import register, register_reader
 from dpopt.validation import check_array
@@ -103,13 +132,30 @@ def _closed_form(problem: NoiseAdding, noise: PeriodicNoise, method: str) -> Sol
     return _solution(problem, noise, certify_noise(noise, problem.epsilon), method=method, solver="none", status="closed_form")
 
 
-def _lp_memory(problem: NoiseAdding) -> tuple[float, str]:
+def _lp_memory(problem: Any) -> tuple[float, str]:
     """The window LP: 2M + 1 variables, one constraint per (z, shift) with |shift| <= Delta."""
+    if _real(problem):  # about 1 kB per privacy row through cvxpy and HiGHS
+        return 1000.0 * grid_rows(symmetric_shifts(problem.neighbouring_set), problem.sensitivity, problem.grid, problem.window), "grid"
     return 600.0 * (2 * problem.window + 1) * (2 * problem.sensitivity + 1), "window"
 
 
-@register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: float(p.window * p.sensitivity) ** 2, memory=_lp_memory, summary="window LP with periodic geometric tails")
-def solve_lp(problem: NoiseAdding, solver: str | None, repair: bool) -> Solution:
+def _integer(problem: Any) -> bool:
+    return isinstance(problem, NoiseAdding)
+
+
+def _real(problem: Any) -> bool:
+    return isinstance(problem, NeighbouringSetNoise)
+
+
+def _lp_cost(problem: Any) -> float:
+    return float(problem.window * problem.sensitivity) ** 2 if _integer(problem) else float(problem.grid * problem.window) ** 2
+
+
+@register(KIND, "lp", exact=True, exact_when=_integer, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
+          summary="window LP with periodic geometric tails (a neighbouring set: the grid LP, an upper bound)")
+def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:
+    if _real(problem):
+        return solve_grid_lp(problem, solver, repair)
     program, p = build_noise_program(problem)
     info = run_program(program, solver=solver, owner="noise_adding lp")
     if repair:
@@ -126,8 +172,12 @@ def solve_lp(problem: NoiseAdding, solver: str | None, repair: bool) -> Solution
     return solution
 
 
-@register(KIND, "staircase", exact=True, uses_solver=False, cost=lambda p: float(p.sensitivity), summary="discrete staircase, best r (Geng-Viswanath)")
-def solve_staircase(problem: NoiseAdding, solver: str | None, repair: bool) -> Solution:
+@register(KIND, "staircase", exact=True, exact_when=lambda p: _integer(p) or p.is_interval, uses_solver=False, cost=lambda p: 1.0,
+          summary="staircase, Delta = max V (Geng-Viswanath; the discrete one with the best r for an integer query)")
+def solve_staircase(problem: Any, solver: str | None, repair: bool) -> Solution:
+    if _real(problem):
+        gamma = optimal_gamma(problem.epsilon, problem.cost)
+        return _real_solution(problem, staircase_noise(problem.sensitivity, problem.epsilon, gamma), "staircase", gamma=gamma)
     mech = DiscreteStaircaseMechanism(sensitivity=problem.sensitivity, epsilon=problem.epsilon, cost=problem.cost)
     # re-express on the problem's window so every method reports the same grid
     m = problem.window
@@ -137,19 +187,21 @@ def solve_staircase(problem: NoiseAdding, solver: str | None, repair: bool) -> S
     return solution
 
 
-@register(KIND, "geometric", exact=False, uses_solver=False, cost=lambda p: 1.0, summary="geometric noise alpha^(|z|/Delta) (optimal iff Delta = 1)")
+@register(KIND, "geometric", exact=False, applies=_integer, uses_solver=False, cost=lambda p: 1.0, summary="geometric noise alpha^(|z|/Delta) (optimal iff Delta = 1)")
 def solve_geometric(problem: NoiseAdding, solver: str | None, repair: bool) -> Solution:
     return _closed_form(problem, geometric_noise(problem), "geometric")
 
 
-@register(KIND, "laplace_rounded", exact=False, uses_solver=False, cost=lambda p: 1.0, summary="Laplace(Delta/epsilon) rounded to the nearest integer")
+@register(KIND, "laplace_rounded", exact=False, applies=_integer, uses_solver=False, cost=lambda p: 1.0, summary="Laplace(Delta/epsilon) rounded to the nearest integer")
 def solve_laplace_rounded(problem: NoiseAdding, solver: str | None, repair: bool) -> Solution:
     return _closed_form(problem, rounded_laplace_noise(problem), "laplace_rounded")
 
 
 @register_reader(KIND)
-def read_noise_adding(problem: NoiseAdding, stored: StoredSolution) -> Solution:
+def read_noise_adding(problem: Any, stored: StoredSolution) -> Solution:
     """Rebuild exported noise from its pmf on the window; the matrix stored must be the one it gives."""
+    if _real(problem):
+        return read_neighbouring_set_noise(problem, stored)
     pmf = check_array(stored.summary["noise_pmf"], "noise_pmf", KIND, ndim=1, low=0.0)
     if pmf.size != 2 * problem.window + 1:
         raise stored.fail(f"its noise pmf has {pmf.size} values, not the 2M + 1 = {2 * problem.window + 1} of its window")
@@ -158,5 +210,100 @@ def read_noise_adding(problem: NoiseAdding, stored: StoredSolution) -> Solution:
     x = check_labels(stored, list(solution.mechanism.index), list(solution.mechanism.columns))
     if np.abs(x - solution.mechanism.to_numpy()).max() > 1e-12:
         raise stored.fail("its matrix is not the one its noise pmf gives")
+    solution.details["read_from"] = str(stored.path)
+    return solution
+
+
+# -- a neighbouring set V: real noise densities (Wu-Xia-He Section 6.2) -----------------
+
+
+def certify_density(problem: NeighbouringSetNoise, noise: PiecewiseNoise, *, mixing_weight: float = 0.0) -> Certificate:
+    """The measured ess. sup of ``ln p(z) / p(z + v)`` over z and v in ``V U -V``.
+
+    ``worst_pair`` is ``(0, 1, 0)`` (this kind has no rows); ``details["worst_release"]``
+    of the Solution holds the z and the shift where it is attained.
+    """
+    loss, _, _ = noise.privacy_loss(symmetric_shifts(problem.neighbouring_set))
+    return Certificate.measured(
+        loss, problem.epsilon, (0, 1, 0), float(np.exp(noise.log_values).min()), 0.0,
+        repair="clip+strict_mix" if mixing_weight else "none", mixing_weight=mixing_weight,
+        method="measured: every piece against every piece a shift in V U -V reaches (the tail repeats)",
+    )
+
+
+def _real_solution(problem: NeighbouringSetNoise, noise: PiecewiseNoise, method: str, *, mixing_weight: float = 0.0,
+                   solver: str = "none", status: str = "closed_form", **parameters: Any) -> Solution:
+    def sampler(true_value: float, count: int, source: RandomSource) -> np.ndarray:
+        return true_value + noise.sample_from(source, count)
+
+    loss, z, shift = noise.privacy_loss(symmetric_shifts(problem.neighbouring_set))
+    certificate = certify_density(problem, noise, mixing_weight=mixing_weight)
+    return Solution(
+        problem=problem, method=method, exact=False, solver=solver, status=status, seconds=0.0,
+        objective=noise.moment(problem.power), certificate=certificate,
+        parameters={"pieces": int(noise.log_values.size), "cutoff": noise.cutoff, "period": noise.period, **parameters},
+        details={"noise": noise, "worst_release": (z, shift)}, sampler=sampler,
+    )
+
+
+@register(KIND, "privacy_first", exact=False, applies=_real, uses_solver=False, cost=lambda p: 2.0,
+          summary="Wu-Xia-He Theorem 2: rings of the i-fold sums of V U -V (eps-DP by Corollary 1)")
+def solve_privacy_first(problem: NeighbouringSetNoise, solver: str | None, repair: bool) -> Solution:
+    noise, converged = ring_noise(problem.neighbouring_set, problem.epsilon, 0.0)
+    return _real_solution(problem, noise, "privacy_first", delta=0.0, converged_at=converged)
+
+
+@register(KIND, "compositional", exact=False, applies=_real, uses_solver=False, cost=lambda p: 2.0,
+          summary="Wu-Xia-He Theorem 3: the rings widened by delta (one delta for every dataset)")
+def solve_compositional(problem: NeighbouringSetNoise, solver: str | None, repair: bool) -> Solution:
+    noise, converged = ring_noise(problem.neighbouring_set, problem.epsilon, problem.delta)
+    return _real_solution(problem, noise, "compositional", delta=problem.delta, converged_at=converged)
+
+
+def grid_noise(problem: NeighbouringSetNoise, values: np.ndarray) -> PiecewiseNoise:
+    """The density that is ``values`` on the LP's cells, continued by the periodic tail."""
+    cells = problem.grid * problem.window
+    step = problem.sensitivity / problem.grid
+    with np.errstate(divide="ignore"):
+        logs = np.log(values)
+    return PiecewiseNoise(step * np.arange(cells + 1), logs, problem.sensitivity, problem.alpha)
+
+
+def solve_grid_lp(problem: NeighbouringSetNoise, solver: str | None, repair: bool) -> Solution:
+    """The grid LP, repaired by the least mix with a strictly private member of its family."""
+    shifts = symmetric_shifts(problem.neighbouring_set)
+    d, grid, cells = problem.sensitivity, problem.grid, problem.grid * problem.window
+    program, p = build_grid_program(shifts, d, problem.epsilon, grid, problem.window, problem.power)
+    info = run_program(program, solver=solver, owner="noise_adding lp")
+    mass, _ = grid_functionals(cells, grid, d / grid, problem.alpha, problem.power)
+    if repair:
+        rows = grid_privacy_matrix(cells, grid, problem.alpha, grid_shifts(shifts, d / grid), float(np.exp(problem.epsilon)))
+        values, weight = repair_cells(p.value, rows, mass, strictly_private_cells(cells, grid, problem.epsilon))
+    else:
+        values, weight = np.clip(p.value, 0.0, None), 0.0
+        values = values / (mass @ values)
+    solution = _real_solution(problem, grid_noise(problem, values), "lp", mixing_weight=weight, solver=info.solver,
+                              status=info.status, grid=grid, window=problem.window, cell_density=values.tolist())
+    solution.details["solver_objective"] = info.objective
+    return solution
+
+
+def read_neighbouring_set_noise(problem: NeighbouringSetNoise, stored: StoredSolution) -> Solution:
+    """Rebuild a density from what an export holds: the LP's cell values, or the construction's parameters."""
+    method = stored.meta["summary"].get("method")
+    params = stored.meta.get("parameters", {})
+    if method == "lp":
+        values = check_array(params.get("cell_density"), "cell_density", KIND, ndim=1, low=0.0)
+        if values.size != problem.grid * problem.window:
+            raise stored.fail(f"its cell density has {values.size} values, not the grid x window = {problem.grid * problem.window}")
+        solution = _real_solution(problem, grid_noise(problem, values / (grid_functionals(
+            values.size, problem.grid, problem.sensitivity / problem.grid, problem.alpha, 1)[0] @ values)), "lp",
+            grid=problem.grid, window=problem.window, cell_density=values.tolist())
+    elif method in ("privacy_first", "compositional", "staircase"):
+        solution = {"privacy_first": solve_privacy_first, "compositional": solve_compositional,
+                    "staircase": solve_staircase}[method](problem, None, True)
+    else:
+        raise stored.fail(f"its method {method!r} is not one of this kind's density methods")
+    solution = dataclasses.replace(solution, **stored_fields(stored))
     solution.details["read_from"] = str(stored.path)
     return solution

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpopt.limits import UNDERFLOW_EXPONENT, check_memory
+from dpopt.mechanisms.neighbouring_sets import check_neighbouring_set
 from dpopt.privacy import resolve_privacy
-from dpopt.validation import check_choice, check_int, fail
+from dpopt.validation import check_choice, check_int, check_real, fail
 
-__all__ = ["NoiseAdding", "COSTS"]
+__all__ = ["NoiseAdding", "NeighbouringSetNoise", "COSTS"]
 
 KIND = "noise_adding"
 COSTS = ("absolute", "squared")
@@ -88,3 +89,86 @@ class NoiseAdding:
 
     def __repr__(self) -> str:
         return f"NoiseAdding(sensitivity={self.sensitivity}, epsilon={self.epsilon:.6g}, cost={self.cost!r}, window={self.window})"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class NeighbouringSetNoise:
+    """Real additive noise for a sum query whose neighbouring set V is a union of intervals.
+
+    Wu-Xia-He Section 6.2: neighbours' sums differ by some ``v`` in ``W = V U -V``;
+    epsilon-DP means ``p(z) <= e^eps p(z + v)`` for almost every z and every v in W.
+    Minimise ``E|Z|`` (``cost = "absolute"``) or ``E Z^2`` (``"squared"``) over noise
+    densities. ``V = [0, Delta]`` is the ordinary sensitivity-Delta query, where the
+    staircase is optimal (Geng-Viswanath); for a V with gaps nothing closed-form is
+    known, and the grid LP (:mod:`dpopt.programs.noise_adding`) is the best density that
+    is constant on cells of width ``Delta / grid`` over ``window`` periods with a
+    periodic tail: an upper bound on the optimum that falls as the grid is refined.
+
+    Parameters
+    ----------
+    neighbouring_set : list of [lo, hi]
+        V, with ``0 <= lo <= hi``; at least one interval of positive length.
+    epsilon, alpha : float
+        Exactly one.
+    cost : {"absolute", "squared"}
+    delta : float, optional
+        Theorem 3's ball radius (one delta for every dataset, as the paper uses it for
+        linear queries); 0 (the default) is Theorem 2.
+    grid : int, optional
+        Cells per period Delta = max V for the LP (default 50).
+    window : int, optional
+        Periods of the LP's free part before its periodic tail (default 4).
+    """
+
+    neighbouring_set: Any
+    epsilon: float | None = None
+    alpha: float | None = None
+    cost: str = "absolute"
+    delta: float = 0.0
+    grid: int = 50
+    window: int = 4
+    level: Any = field(init=False, repr=False)
+
+    kind = KIND
+
+    def __post_init__(self) -> None:
+        v = check_neighbouring_set(self.neighbouring_set)
+        level = resolve_privacy(self.alpha, self.epsilon, KIND)
+        check_choice(self.cost, "cost", KIND, COSTS)
+        delta = check_real(self.delta, "delta", KIND, low=0.0, high=1e6 * float(v.max()))
+        grid = check_int(self.grid, "grid", KIND, low=1, high=100_000)
+        window = check_int(self.window, "window", KIND, low=1, high=1000)
+        if level.epsilon > UNDERFLOW_EXPONENT / (window + 2):
+            name = "epsilon" if self.epsilon is not None else "alpha"
+            raise fail(name, KIND, f"at most {UNDERFLOW_EXPONENT / (window + 2):.4g} for this window (the tail underflows beyond)",
+                       getattr(self, name))
+        object.__setattr__(self, "neighbouring_set", v)
+        object.__setattr__(self, "level", level)
+        object.__setattr__(self, "epsilon", level.epsilon)
+        object.__setattr__(self, "alpha", level.alpha)
+        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "grid", grid)
+        object.__setattr__(self, "window", window)
+
+    @property
+    def power(self) -> int:
+        """1 for E|Z|, 2 for E Z^2."""
+        return COSTS.index(self.cost) + 1
+
+    @property
+    def sensitivity(self) -> float:
+        """Delta = max V, the staircase's step and the tails' period."""
+        return float(self.neighbouring_set.max())
+
+    @property
+    def is_interval(self) -> bool:
+        """V = [0, Delta]: the ordinary sensitivity query, where the staircase is optimal."""
+        return self.neighbouring_set.shape[0] == 1 and self.neighbouring_set[0, 0] == 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": KIND, "neighbouring_set": self.neighbouring_set.tolist(), "epsilon": self.epsilon, "cost": self.cost,
+                "delta": self.delta, "grid": self.grid, "window": self.window}
+
+    def __repr__(self) -> str:
+        return (f"NeighbouringSetNoise(neighbouring_set={self.neighbouring_set.tolist()}, epsilon={self.epsilon:.6g}, "
+                f"cost={self.cost!r}, delta={self.delta:g}, grid={self.grid}, window={self.window})")

@@ -22,7 +22,7 @@ from scipy import sparse
 from dpopt.mechanisms.integer_noise import tail_sums
 from dpopt.problems.noise_adding import NoiseAdding
 
-__all__ = ["build_noise_program", "extension_matrix", "cost_vector"]
+__all__ = ["build_noise_program", "extension_matrix", "cost_vector", "build_grid_program", "grid_shifts", "repair_cells"]
 
 
 def extension_matrix(m: int, period: int, decay: float) -> sparse.csr_array:
@@ -109,6 +109,102 @@ def repair_window(window: np.ndarray, problem: NoiseAdding) -> tuple[np.ndarray,
     # relative test: entries like alpha^M make absolute violations meaningless
     scale = np.abs(a) @ p
     bad = (violation > 1e-15 * np.maximum(scale, 1e-300)) & (slack < -1e-12 * (np.abs(a) @ q))
+    if not bad.any():
+        return p, 0.0
+    weight = float(np.max(violation[bad] / (violation[bad] - slack[bad])))
+    weight = min(1.0, weight * (1 + 1e-6) + 1e-15)
+    return (1 - weight) * p + weight * q, weight
+
+
+# -- the grid LP for a neighbouring set V (Wu-Xia-He Section 6.2) ------------------------
+
+
+def grid_shifts(shifts: np.ndarray, step: float) -> np.ndarray:
+    """Cell offsets j != 0 that some shift in W carries a cell onto, with positive measure.
+
+    Cell ``[a h, (a + 1) h)`` moved by ``v`` meets cell ``a + j`` in a set of positive
+    length iff ``|v - j h| < h``; over ``v`` in ``[lo, hi]`` that is ``lo / h - 1 < j < hi / h + 1``.
+    So a density constant on the cells is eps-DP for every real shift in W iff
+    ``p_a <= e^eps p_(a+j)`` for these j: the grid LP's feasible set is exactly the private
+    densities of the family, not an approximation of it.
+    """
+    def snapped(x: np.ndarray) -> np.ndarray:  # Delta / (Delta / P) is P up to rounding
+        return np.where(np.abs(x - np.round(x)) < 1e-9, np.round(x), x)
+
+    low, high = snapped(shifts[:, 0] / step), snapped(shifts[:, 1] / step)
+    offsets = [np.arange(np.floor(lo - 1) + 1, np.ceil(hi + 1)) for lo, hi in zip(low, high)]
+    j = np.unique(np.concatenate(offsets)).astype(np.int64)
+    return j[j != 0]
+
+
+def cell_values(cells: int, period: int, decay: float) -> sparse.csr_array:
+    """Map the free cells ``p_0..p_(K-1)`` of ``[0, c)`` to the cells of ``[-(c + 2 Delta), c + 2 Delta)``.
+
+    Cell ``a >= K`` is ``decay^q p_(a - q P)`` (the last period repeated); cell ``a < 0`` is cell ``-a - 1``.
+    """
+    a = np.arange(-(cells + 2 * period), cells + 2 * period)
+    mirrored = np.where(a < 0, -a - 1, a)
+    q = np.where(mirrored >= cells, (mirrored - cells) // period + 1, 0)
+    free = mirrored - q * period
+    return sparse.csr_array((decay ** q.astype(float), (np.arange(a.size), free)), shape=(a.size, cells))
+
+
+def grid_privacy_matrix(cells: int, period: int, decay: float, offsets: np.ndarray, bound: float) -> sparse.csr_array:
+    """Rows ``value(a) - e^eps value(a + j)`` for every line cell a and offset j with both in range."""
+    line = cell_values(cells, period, decay)
+    size = line.shape[0]
+    blocks = []
+    for j in offsets:
+        rows = np.arange(max(0, -j), min(size, size - j))
+        here = sparse.csr_array((np.ones(rows.size), (np.arange(rows.size), rows)), shape=(rows.size, size))
+        there = sparse.csr_array((np.ones(rows.size), (np.arange(rows.size), rows + j)), shape=(rows.size, size))
+        blocks.append(here - bound * there)
+    return (sparse.vstack(blocks, format="csr") @ line).tocsr()
+
+
+def grid_functionals(cells: int, period: int, step: float, decay: float, power: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(mass, cost)`` coefficients: total mass and ``E|Z|^power`` are these dot the free cells."""
+    s1, sk, sk2 = tail_sums(decay)
+    k = np.arange(cells, dtype=float)
+    lo, hi = k * step, (k + 1) * step
+    moments = [(hi ** (j + 1) - lo ** (j + 1)) / (j + 1) for j in range(3)]  # int z^j over each cell
+    last = k >= cells - period
+    d = period * step
+    tail = {0: s1 * moments[0], 1: s1 * moments[1] + d * sk * moments[0],
+            2: s1 * moments[2] + 2 * d * sk * moments[1] + d * d * sk2 * moments[0]}
+    mass = 2 * (moments[0] + np.where(last, tail[0], 0.0))
+    cost = 2 * (moments[power] + np.where(last, tail[power], 0.0))
+    return mass, cost
+
+
+def build_grid_program(shifts: np.ndarray, sensitivity: float, epsilon: float, grid: int, window: int, power: int) -> tuple[cp.Problem, cp.Variable]:
+    """The LP over densities constant on cells of width ``Delta / grid`` on ``[0, window Delta)``, tail periodic."""
+    cells, step, decay = grid * window, sensitivity / grid, float(np.exp(-epsilon))
+    p = cp.Variable(cells, nonneg=True, name="p")
+    mass, cost = grid_functionals(cells, grid, step, decay, power)
+    rows = grid_privacy_matrix(cells, grid, decay, grid_shifts(shifts, step), float(np.exp(epsilon)))
+    return cp.Problem(cp.Minimize(cost @ p), [rows @ p <= 0, mass @ p == 1]), p
+
+
+def grid_rows(shifts: np.ndarray, sensitivity: float, grid: int, window: int) -> int:
+    """How many privacy rows :func:`build_grid_program` writes (for the memory estimate)."""
+    return len(grid_shifts(shifts, sensitivity / grid)) * 2 * (grid * window + 2 * grid)
+
+
+def strictly_private_cells(cells: int, period: int, epsilon: float) -> np.ndarray:
+    """``e^(-eps k / (2 P))`` per cell: every ratio a grid offset (at most P + 1 cells) reaches is
+    below e^eps, except the pairs one period apart in the tail, tight for every member."""
+    return np.exp(-epsilon * np.arange(cells) / (2 * period))
+
+
+def repair_cells(values: np.ndarray, rows: sparse.csr_array, mass: np.ndarray, strict: np.ndarray) -> tuple[np.ndarray, float]:
+    """Clip, normalise, and mix with the strict member by the least weight that removes every violation."""
+    p = np.clip(np.asarray(values, dtype=float), 0.0, None)
+    p = p / (mass @ p)
+    q = strict / (mass @ strict)
+    violation, slack = rows @ p, rows @ q
+    scale_p, scale_q = abs(rows) @ p, abs(rows) @ q
+    bad = (violation > 1e-15 * np.maximum(scale_p, 1e-300)) & (slack < -1e-12 * scale_q)
     if not bad.any():
         return p, 0.0
     weight = float(np.max(violation[bad] / (violation[bad] - slack[bad])))

@@ -1,0 +1,225 @@
+"""Symmetric piecewise-constant noise densities with a periodic geometric tail.
+
+Every continuous noise of Wu-Xia-He Section 6.2 has this shape: the privacy-first and
+compositional densities of Theorems 2 and 3 (constant on each ring ``I_i``), the
+staircase (two pieces per period), and the optimum of the grid LP (one piece per cell).
+:class:`PiecewiseNoise` holds the density on ``[0, c)`` as pieces and continues it past
+``c`` by repeating its last period ``[c - Delta, c)`` scaled by ``decay`` per period:
+
+    p(z) = decay^q p(z - q Delta)   for z in [c + (q - 1) Delta, c + q Delta), q >= 1,
+
+and ``p(-z) = p(z)``. Values are kept as natural logarithms, because a ring sequence
+can run to level 1000 (``V = [0, 1] U [1000, 1001]``), where ``e^(-1000 eps)`` is
+not a double; moments, cdf and sampling scale by the largest value first.
+
+Everything is exact up to floating point: moments and mass sum the tail in closed form
+(:func:`dpopt.mechanisms.integer_noise.tail_sums`); the sampler draws a piece (or a
+tail period by inversion of its geometric law, then a piece of the last period) and a
+uniform point in it; :meth:`PiecewiseNoise.privacy_loss` measures the essential
+supremum of ``ln p(z) / p(z + v)`` over every z and every shift v of a union of
+intervals, piece against piece.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpopt.mechanisms.integer_noise import tail_sums
+from dpopt.sampling import RandomSource, inverse_cdf, open_uniforms, resolve_rng, uniforms
+from dpopt.validation import check_array, check_real, fail
+
+__all__ = ["PiecewiseNoise", "range_minimum"]
+
+OWNER = "piecewise noise"
+
+
+@dataclass(frozen=True, eq=False)
+class PiecewiseNoise:
+    """A symmetric density, piecewise constant on ``[0, c)`` with a periodic geometric tail.
+
+    Parameters
+    ----------
+    breaks : array of shape (K + 1,)
+        ``0 = b_0 < b_1 < ... < b_K = c``; must contain ``c - period``.
+    log_values : array of shape (K,)
+        ``ln`` of the (unnormalised) density on ``[b_k, b_k+1)``; ``-inf`` for zero.
+    period : float
+        Delta, the tail's period (``c >= Delta``).
+    decay : float
+        The factor per period in the tail, in (0, 1) (``e^-eps``).
+    """
+
+    breaks: np.ndarray
+    log_values: np.ndarray
+    period: float
+    decay: float
+
+    def __post_init__(self) -> None:
+        b = check_array(self.breaks, "breaks", OWNER, ndim=1, low=0.0)
+        v = check_array(self.log_values, "log_values", OWNER, ndim=1, allow_inf=True)
+        period = check_real(self.period, "period", OWNER, low=0.0, low_open=True)
+        check_real(self.decay, "decay", OWNER, low=0.0, high=1.0, low_open=True, high_open=True)
+        if b.size != v.size + 1 or b[0] != 0.0 or np.any(np.diff(b) <= 0):
+            raise fail("breaks", OWNER, "increasing from 0, one more than the pieces", b.size)
+        if np.any(v == np.inf) or not np.isfinite(v).any():
+            raise fail("log_values", OWNER, "finite or -inf (zero density), not all zero", v.max())
+        start = b[-1] - period
+        if start < 0 or not np.isclose(b, start, rtol=0.0, atol=1e-9 * b[-1]).any():
+            raise fail("breaks", OWNER, f"containing c - period = {start:g} (the tail repeats [c - period, c))", b[-1])
+        shift = float(v[np.isfinite(v)].max())
+        object.__setattr__(self, "breaks", b)
+        object.__setattr__(self, "log_values", v - shift)  # the largest value is 1 before normalising
+        object.__setattr__(self, "_first_of_period", int(np.argmin(np.abs(b - start))))
+
+    # -- the pieces and their integrals ------------------------------------------------
+    @property
+    def cutoff(self) -> float:
+        """c, where the periodic tail starts."""
+        return float(self.breaks[-1])
+
+    def _values(self) -> np.ndarray:
+        return np.exp(self.log_values)
+
+    def _integrals(self, power: int) -> np.ndarray:
+        """``int_{b_k}^{b_k+1} z^power p(z) dz`` per piece (unnormalised)."""
+        b = self.breaks
+        return self._values() * (b[1:] ** (power + 1) - b[:-1] ** (power + 1)) / (power + 1)
+
+    def _half_moment(self, power: int) -> float:
+        """``int_0^inf z^power p(z) dz`` (unnormalised), the tail in closed form."""
+        s1, sk, sk2 = tail_sums(self.decay)
+        last = slice(self._first_of_period, None)
+        m0, m1, m2 = (self._integrals(j)[last].sum() for j in range(3))
+        d = self.period
+        tail = {0: s1 * m0, 1: s1 * m1 + d * sk * m0, 2: s1 * m2 + 2 * d * sk * m1 + d * d * sk2 * m0}[power]
+        return float(self._integrals(power).sum() + tail)
+
+    @property
+    def mass(self) -> float:
+        """The unnormalised total mass (both sides)."""
+        return 2.0 * self._half_moment(0)
+
+    def moment(self, power: int) -> float:
+        """``E|Z|^power`` for power 1 or 2."""
+        return 2.0 * self._half_moment(power) / self.mass
+
+    def _periods_before(self, a: np.ndarray) -> np.ndarray:
+        """q with ``a - q Delta`` in ``[c - Delta, c)`` for ``a >= c``; 0 below c."""
+        return np.where(a >= self.cutoff, np.floor((a - self.cutoff) / self.period) + 1, 0.0)
+
+    def pdf(self, z: Any) -> np.ndarray:
+        """The normalised density at z."""
+        a = np.abs(np.asarray(z, dtype=float))
+        q = self._periods_before(a)
+        base = a - q * self.period
+        k = np.clip(np.searchsorted(self.breaks, base, side="right") - 1, 0, self.log_values.size - 1)
+        return self._values()[k] * self.decay**q / self.mass
+
+    def cdf(self, z: Any) -> np.ndarray:
+        """``Pr[Z <= z]``."""
+        a = np.abs(np.asarray(z, dtype=float))
+        values, b = self._values(), self.breaks
+        cumulative = np.concatenate([[0.0], np.cumsum(values * np.diff(b))])
+        q = self._periods_before(a)
+        first = self._first_of_period
+        period_mass = cumulative[-1] - cumulative[first]
+        base = np.where(q > 0, a - q * self.period, a)
+        k = np.clip(np.searchsorted(b, base, side="right") - 1, 0, values.size - 1)
+        within = cumulative[k] + values[k] * (base - b[k])
+        # q full tail periods before this one: sum_{j<q} decay^j, then this period scaled
+        before_tail = cumulative[-1] + period_mass * self.decay * (1 - self.decay ** (q - 1)) / (1 - self.decay)
+        in_tail = before_tail + self.decay**q * (within - cumulative[first])
+        half = np.where(q > 0, in_tail, within) / self.mass
+        v = np.asarray(z, dtype=float)
+        return np.where(v >= 0, 0.5 + half, 0.5 - half)
+
+    # -- sampling -----------------------------------------------------------------------
+    def sample(self, count: int, *, rng: Any = None, secure: bool = False) -> np.ndarray:
+        """``count`` draws: a piece (or a tail period, then a piece of the last period), a uniform point, a sign."""
+        return self.sample_from(resolve_rng(rng, secure=secure), count)
+
+    def sample_from(self, source: RandomSource, count: int) -> np.ndarray:
+        values, b = self._values(), self.breaks
+        pieces = values * np.diff(b)
+        s1 = tail_sums(self.decay)[0]
+        first = self._first_of_period
+        weights = np.append(pieces, s1 * pieces[first:].sum())
+        choice = inverse_cdf(weights / weights.sum(), uniforms(source, count))
+        tail = choice == pieces.size
+        # the tail period q >= 1 has probability (1 - decay) decay^(q - 1): invert its cdf
+        q = np.zeros(count)
+        q[tail] = np.floor(np.log(open_uniforms(source, int(tail.sum()))) / np.log(self.decay)) + 1
+        local = pieces[first:]
+        choice[tail] = first + inverse_cdf(local / local.sum(), uniforms(source, int(tail.sum())))
+        position = b[choice] + uniforms(source, count) * (b[choice + 1] - b[choice]) + q * self.period
+        sign = np.where(uniforms(source, count) < 0.5, -1.0, 1.0)
+        return sign * position
+
+    # -- privacy ------------------------------------------------------------------------
+    def _line(self, reach: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Pieces of the real line on ``[-(c + reach), c + reach)``: starts, ends, log values."""
+        periods = int(np.ceil(reach / self.period))
+        first = self._first_of_period
+        b, v = self.breaks, self.log_values
+        starts, ends, logs = [b[:-1]], [b[1:]], [v]
+        for q in range(1, periods + 1):
+            starts.append(b[first:-1] + q * self.period)
+            ends.append(b[first + 1:] + q * self.period)
+            logs.append(v[first:] + q * np.log(self.decay))
+        s, e, lv = np.concatenate(starts), np.concatenate(ends), np.concatenate(logs)
+        return np.concatenate([-e[::-1], s]), np.concatenate([-s[::-1], e]), np.concatenate([lv[::-1], lv])
+
+    def privacy_loss(self, shifts: np.ndarray) -> tuple[float, float, float]:
+        """``(loss, z, v)``: the ess. sup of ``ln p(z) / p(z + v)`` over all z and v in the shifts.
+
+        ``shifts`` is a union of closed intervals (rows ``[lo, hi]``; points allowed). A
+        piece ``[s, e)`` shifted by ``[lo, hi]`` meets, with positive measure, every piece
+        whose interior meets ``(s + lo, e + hi)``; the worst ratio is the piece's value
+        over the smallest such value. Pairs with both points at ``|z| > c + Delta`` repeat
+        pairs nearer 0 (the tail is periodic), so the line out to ``c + 2 Delta`` is enough
+        when every shift is at most Delta in size.
+        """
+        w = check_array(shifts, "shifts", OWNER, ndim=2)
+        if w.shape[1] != 2 or np.any(w[:, 0] > w[:, 1]):
+            raise fail("shifts", OWNER, "rows [lo, hi] with lo <= hi", w.shape)
+        reach = max(float(np.abs(w).max()), self.period)
+        starts, ends, logs = self._line(2 * reach)
+        inner = (ends > -(self.cutoff + reach)) & (starts < self.cutoff + reach) & np.isfinite(logs)
+        # Breakpoints that are equal in exact arithmetic (a cell's end shifted by a multiple
+        # of the cell width) can differ by rounding; overlaps shorter than 64 ulps of the
+        # line's extent are such artifacts, not positive-measure meetings, and are ignored.
+        slack = 64 * np.spacing(self.cutoff + 3 * reach)
+        worst = (-np.inf, 0.0, 0.0)
+        for lo, hi in w:
+            first = np.searchsorted(ends, starts[inner] + lo + slack, side="right")  # first piece ending after s + lo
+            last = np.searchsorted(starts, ends[inner] + hi - slack, side="left") - 1  # last piece starting before e + hi
+            low = range_minimum(logs, first, last)
+            ratios = logs[inner] - low
+            k = int(np.argmax(ratios))
+            if ratios[k] > worst[0]:
+                worst = (float(ratios[k]), float(starts[inner][k]), float(lo))
+        return worst
+
+
+def range_minimum(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """``min(values[first[i] : last[i] + 1])`` for every i (a sparse table built one level at a time).
+
+    Each query of length L is answered at level ``floor(log2 L)`` by two overlapping blocks
+    of length ``2^level``; only one level of the table is held at a time.
+    """
+    first = np.clip(first, 0, values.size - 1)
+    last = np.clip(last, first, values.size - 1)
+    length = last - first + 1
+    level = np.floor(np.log2(length)).astype(int)
+    answer = np.empty(first.size)
+    table = np.asarray(values, dtype=float)
+    for j in range(int(level.max()) + 1):
+        if j:
+            half = 1 << (j - 1)
+            table = np.minimum(table[:-half], table[half:])
+        here = level == j
+        answer[here] = np.minimum(table[first[here]], table[last[here] - (1 << j) + 1])
+    return answer
