@@ -1,0 +1,96 @@
+"""noise_adding with a neighbouring set V: the grid LP against the staircase and the constructions."""
+
+import numpy as np
+import pytest
+
+import dpopt
+from dpopt.export import ExportFileError, read_solution
+from dpopt.mechanisms.neighbouring_sets import staircase_noise, symmetric_shifts
+from dpopt.mechanisms.staircase import StaircaseMechanism
+from dpopt.problem_files import load_problem
+from dpopt.validation import InvalidParameterError
+from tests.conftest import PROBLEMS
+
+
+def problem(v, epsilon=1.0, **kw):
+    return dpopt.NeighbouringSetNoise(neighbouring_set=v, epsilon=epsilon, **kw)
+
+
+@pytest.mark.parametrize("cost", ["absolute", "squared"])
+@pytest.mark.parametrize("v", [[[0, 10]], [[0, 1], [8, 10]], [[0, 3], [9, 10]]])
+def test_grid_lp_is_never_worse_than_any_staircase_on_its_grid(v, cost):
+    """Every staircase whose step gamma Delta is a whole number of cells is a point of the grid LP."""
+    p = problem(v, 0.8, cost=cost, grid=20, window=3)
+    lp = dpopt.solve(p, "lp")
+    assert lp.certificate.ok and not lp.exact
+    on_grid = min(staircase_noise(p.sensitivity, p.epsilon, r / p.grid).moment(p.power) for r in range(p.grid + 1))
+    assert lp.objective <= on_grid * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("cost", ["absolute", "squared"])
+def test_grid_lp_never_beats_the_optimal_staircase_on_one_interval(cost):
+    """Geng-Viswanath: for V = [0, Delta] the staircase is optimal over all densities, so it bounds the grid LP below."""
+    p = problem([[0, 10]], 1.3, cost=cost, grid=40, window=3)
+    lp, staircase = dpopt.solve(p, "lp"), dpopt.solve(p, "staircase")
+    assert staircase.exact and staircase.objective == pytest.approx(
+        StaircaseMechanism(sensitivity=10.0, epsilon=1.3, cost=cost).expected_absolute_error() if cost == "absolute"
+        else StaircaseMechanism(sensitivity=10.0, epsilon=1.3, cost=cost).variance(), rel=1e-12)
+    assert staircase.objective <= lp.objective * (1 + 1e-9) <= staircase.objective * 1.01
+
+
+def test_grid_lp_falls_as_the_grid_is_refined():
+    """Cells of width h/2 hold every density constant on cells of width h: the optimum cannot rise."""
+    values = [dpopt.solve(problem([[0, 1], [9, 10]], 1.0, grid=g, window=3), "lp").objective for g in (5, 10, 20, 40)]
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(values, values[1:]))
+    assert values[-1] < values[0]
+
+
+def test_lp_density_is_private_for_every_real_shift_not_only_grid_ones():
+    """The certificate measures the density on the real line, so a coarse grid's LP is still checked for shifts in V."""
+    solution = dpopt.solve(problem([[0, 1], [9, 10]], 1.0, grid=7, window=3), "lp")
+    noise = solution.details["noise"]
+    loss, _, _ = noise.privacy_loss(symmetric_shifts(np.array([[0.0, 1.0], [9.0, 10.0]])))
+    assert loss <= 1.0 + 1e-9 and solution.certificate.max_privacy_loss == loss
+    assert noise.privacy_loss(np.array([[-20.0, 20.0]]))[0] > 1.0 + 1e-6  # and the check can fail
+
+
+def test_constructions_and_staircase_on_the_paper_set():
+    p = load_problem(PROBLEMS / "noise_adding_neighbouring_set.toml")
+    first, comp, stair = (dpopt.solve(p, m) for m in ("privacy_first", "compositional", "staircase"))
+    for s in (first, comp, stair):
+        assert s.certificate.ok and s.certificate.max_privacy_loss == pytest.approx(p.epsilon)  # Corollary 1
+        assert not s.exact  # V1 has a gap: no method is known optimal
+    assert first.parameters["converged_at"] == 1000
+    assert comp.objective < stair.objective < first.objective  # Theorem 3 beats the staircase on V1 at delta = 10
+
+
+def test_auto_takes_the_cheapest_method_when_none_is_exact():
+    p = problem([[0, 1], [8, 10]])
+    assert dpopt.solve(p).method == "staircase"
+    assert dpopt.solve(problem([[0, 10]])).exact
+
+
+@pytest.mark.parametrize("method", ["lp", "compositional"])
+def test_exports_round_trip_and_edits_are_refused(tmp_path, method):
+    p = problem([[0, 1], [8, 10]], 0.9, delta=0.5, grid=10, window=3)
+    solution = dpopt.solve(p, method)
+    path = tmp_path / "noise.json"
+    solution.export(path)
+    back = read_solution(path)
+    assert back.certificate.ok and back.objective == pytest.approx(solution.objective, rel=1e-12)
+    np.testing.assert_array_equal(back.sample(0.0, 50, rng=4), solution.sample(0.0, 50, rng=4))
+    path.write_text(path.read_text().replace('"delta": 0.5', '"delta": 0.25'))
+    with pytest.raises(ExportFileError):
+        read_solution(path)
+
+
+@pytest.mark.parametrize("field,value", [("grid", 0), ("window", -1), ("delta", -1.0), ("cost", "l3"), ("neighbouring_set", [[1, 0]])])
+def test_bad_fields_are_refused_naming_them(field, value):
+    kwargs = dict(neighbouring_set=[[0, 1], [8, 10]], epsilon=1.0) | {field: value}
+    with pytest.raises(InvalidParameterError, match=field):
+        dpopt.NeighbouringSetNoise(**kwargs)
+
+
+def test_integer_only_methods_do_not_apply():
+    with pytest.raises(InvalidParameterError, match="method"):
+        dpopt.solve(problem([[0, 1], [8, 10]]), "geometric")
