@@ -30,6 +30,7 @@ measured by :meth:`PiecewiseNoise.privacy_loss` on every density built here.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -114,15 +115,25 @@ def ring_noise(v: np.ndarray, epsilon: float, delta: float = 0.0) -> tuple[Piece
 
     Rings ``R_i = B_i minus B_(i-1)`` with ``B_i = A_i + [-delta, delta]`` get level i; once
     ``A_n = [-a, a]`` with ``a >= Delta``, ring n + 1 is the band ``(a + delta, a + delta + Delta]``
-    and the tail repeats it, decaying by ``e^-eps`` per Delta.
+    and the tail repeats it, decaying by ``e^-eps`` per Delta. The rings depend on V and
+    delta only, so a sweep over epsilon builds them once (a small cache).
     """
     epsilon = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
     delta = check_real(delta, "delta", OWNER, low=0.0, high=1e12)
-    w = merge_intervals(np.vstack([symmetric_shifts(v), [[0.0, 0.0]]]))  # within at most i steps
-    big = float(v.max())
+    v = np.ascontiguousarray(v, dtype=float)
     if v[-1, 1] == v[-1, 0]:  # i Delta stays an isolated point of A_i: the rings never become bands
         raise fail("neighbouring_set", OWNER, "a set whose largest element Delta lies in an interval of positive length "
                    "(otherwise the rings of Theorems 2-3 never converge, Proposition 3, and have no closed form)", v.tolist())
+    breaks, levels, converged = _rings(v.tobytes(), v.shape[0], delta)
+    return PiecewiseNoise(breaks, -epsilon * levels, float(v.max()), float(np.exp(-epsilon))), converged
+
+
+@functools.lru_cache(maxsize=8)
+def _rings(v_bytes: bytes, count: int, delta: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """Breakpoints of the rings on ``[0, c)``, their levels, and the step n where they converged."""
+    v = np.frombuffer(v_bytes, dtype=float).reshape(count, 2)
+    w = merge_intervals(np.vstack([symmetric_shifts(v), [[0.0, 0.0]]]))  # within at most i steps
+    big = float(v.max())
     ball = np.array([[-delta, delta]])
     reach = np.array([[0.0, 0.0]])
     previous = ball
@@ -145,13 +156,15 @@ def ring_noise(v: np.ndarray, epsilon: float, delta: float = 0.0) -> tuple[Piece
     starts.append(np.array([edge])), ends.append(np.array([edge + big])), levels.append(np.array([level + 1.0]))
     s, e, lv = np.concatenate(starts), np.concatenate(ends), np.concatenate(levels)
     keep = e > s
-    s, e, lv = s[keep], e[keep], lv[keep]
-    order = np.argsort(s)
-    s, e, lv = s[order], e[order], lv[order]
+    order = np.argsort(s[keep])
+    s, e, lv = s[keep][order], e[keep][order], lv[keep][order]
     if np.any(s[1:] != e[:-1]):  # the rings tile [0, c): Lemma 2's partition, checked
         gap = int(np.flatnonzero(s[1:] != e[:-1])[0])
         raise AssertionError(f"rings do not tile the half line at {e[gap]} (Lemma 2)")
-    return PiecewiseNoise(np.append(s, e[-1]), -epsilon * lv, big, float(np.exp(-epsilon))), level
+    breaks = np.append(s, e[-1])
+    for array in (breaks, lv):
+        array.setflags(write=False)
+    return breaks, lv, level
 
 
 def staircase_noise(sensitivity: float, epsilon: float, gamma: float) -> PiecewiseNoise:
