@@ -220,14 +220,14 @@ def read_noise_adding(problem: Any, stored: StoredSolution) -> Solution:
 def certify_density(problem: NeighbouringSetNoise, noise: PiecewiseNoise, *, mixing_weight: float = 0.0) -> Certificate:
     """The measured ess. sup of ``ln p(z) / p(z + v)`` over z and v in ``V U -V``.
 
-    ``worst_pair`` is ``(0, 1, 0)`` (this kind has no rows); ``details["worst_release"]``
-    of the Solution holds the z and the shift where it is attained.
+    ``worst_pair`` is ``(0, 1, 0)`` (this kind has no rows); the certificate's ``method``
+    note names the z and the shift where the worst ratio is attained.
     """
-    loss, _, _ = noise.privacy_loss(symmetric_shifts(problem.neighbouring_set))
+    loss, z, shift = noise.privacy_loss(symmetric_shifts(problem.neighbouring_set))
     return Certificate.measured(
         loss, problem.epsilon, (0, 1, 0), float(np.exp(noise.log_values).min()), 0.0,
         repair="clip+strict_mix" if mixing_weight else "none", mixing_weight=mixing_weight,
-        method="measured: every piece against every piece a shift in V U -V reaches (the tail repeats)",
+        method=f"measured: every piece against every piece a shift in V U -V reaches (the tail repeats); worst at z = {z:.6g}, v = {shift:.6g}",
     )
 
 
@@ -236,13 +236,12 @@ def _real_solution(problem: NeighbouringSetNoise, noise: PiecewiseNoise, method:
     def sampler(true_value: float, count: int, source: RandomSource) -> np.ndarray:
         return true_value + noise.sample_from(source, count)
 
-    loss, z, shift = noise.privacy_loss(symmetric_shifts(problem.neighbouring_set))
     certificate = certify_density(problem, noise, mixing_weight=mixing_weight)
     return Solution(
         problem=problem, method=method, exact=True, solver=solver, status=status, seconds=0.0,  # exact_when decides
         objective=noise.moment(problem.power), certificate=certificate,
         parameters={"pieces": int(noise.log_values.size), "cutoff": noise.cutoff, "period": noise.period, **parameters},
-        details={"noise": noise, "worst_release": (z, shift)}, sampler=sampler,
+        details={"noise": noise}, sampler=sampler,
     )
 
 

@@ -103,12 +103,18 @@ def repair_window(window: np.ndarray, problem: NoiseAdding) -> tuple[np.ndarray,
     mass = mass_vector(m, d, b)
     p = np.clip(np.asarray(window, dtype=float), 0.0, None)
     p = p / (mass @ p)
-    a = privacy_matrix(m, d, b)
-    q = strictly_private_window(m, d, b)
-    violation, slack = a @ p, a @ q
-    # relative test: entries like alpha^M make absolute violations meaningless
-    scale = np.abs(a) @ p
-    bad = (violation > 1e-15 * np.maximum(scale, 1e-300)) & (slack < -1e-12 * (np.abs(a) @ q))
+    return mix_with_strict(p, strictly_private_window(m, d, b), privacy_matrix(m, d, b))
+
+
+def mix_with_strict(p: np.ndarray, q: np.ndarray, rows: sparse.csr_array) -> tuple[np.ndarray, float]:
+    """``(1 - w) p + w q`` with the least w that clears every violated row of ``rows @ x <= 0``.
+
+    ``q`` is a member with slack in every row that is not tight for the whole family;
+    rows tight for every member are left alone. The test is relative (entries like
+    alpha^M make absolute violations meaningless). Returns the mix and w (0 if none).
+    """
+    violation, slack = rows @ p, rows @ q
+    bad = (violation > 1e-15 * np.maximum(abs(rows) @ p, 1e-300)) & (slack < -1e-12 * (abs(rows) @ q))
     if not bad.any():
         return p, 0.0
     weight = float(np.max(violation[bad] / (violation[bad] - slack[bad])))
@@ -200,13 +206,4 @@ def strictly_private_cells(cells: int, period: int, epsilon: float) -> np.ndarra
 def repair_cells(values: np.ndarray, rows: sparse.csr_array, mass: np.ndarray, strict: np.ndarray) -> tuple[np.ndarray, float]:
     """Clip, normalise, and mix with the strict member by the least weight that removes every violation."""
     p = np.clip(np.asarray(values, dtype=float), 0.0, None)
-    p = p / (mass @ p)
-    q = strict / (mass @ strict)
-    violation, slack = rows @ p, rows @ q
-    scale_p, scale_q = abs(rows) @ p, abs(rows) @ q
-    bad = (violation > 1e-15 * np.maximum(scale_p, 1e-300)) & (slack < -1e-12 * scale_q)
-    if not bad.any():
-        return p, 0.0
-    weight = float(np.max(violation[bad] / (violation[bad] - slack[bad])))
-    weight = min(1.0, weight * (1 + 1e-6) + 1e-15)
-    return (1 - weight) * p + weight * q, weight
+    return mix_with_strict(p / (mass @ p), strict / (mass @ strict), rows)
