@@ -131,12 +131,15 @@ def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution
     else:
         result = solve_finite_lp(problem)
         x, solver_name = result.mechanism, "HIGHS"
-        details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows}
+        details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows, "lower_bound": result.lower_bound}
     if repair:
         x, cert = mix_until_certified(problem, x)
     else:
         cert = certify_finite(problem, x)
-    return _solution(problem, x, cert, exact=True, method="lp", solver=solver_name, status="optimal", details=details)
+    solution = _solution(problem, x, cert, exact=True, method="lp", solver=solver_name, status="optimal", details=details)
+    if "lower_bound" in details:  # certified: lower_bound <= optimum <= objective
+        solution.details["optimality_gap"] = (solution.objective - details["lower_bound"]) / max(abs(solution.objective), 1e-300)
+    return solution
 
 
 def _shortcut_memory(problem: FiniteQuery) -> tuple[float, str]:
