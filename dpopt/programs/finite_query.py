@@ -10,19 +10,25 @@ triangle counts, epsilon = 1, minimax absolute loss; the same optimum by every r
 
 | route | 5 nodes (34 x 8) | 6 nodes (156 x 16, 18,272 privacy rows) | 7 nodes (1044 x 28, 367,248 rows) |
 | --- | --- | --- | --- |
-| full LP, HiGHS IPM + crossover | < 0.1 s | 1.45 s | > 600 s (also without crossover) |
-| full LP, dual / primal simplex | | 23 s / 17 s | |
+| primal LP, HiGHS IPM + crossover | < 0.1 s | 1.45 s | > 600 s (also without crossover) |
+| primal LP, dual / primal simplex | | 21 s / 18 s | |
+| **dual LP, HiGHS IPM** (+ crossover <= 60,000 rows) | 0.03 s | 1.04 s | about 230 s without crossover (its crossover ran > 2 min more and did not finish) |
+| dual LP, dual simplex | | 1.5 s | > 375 s |
+| primal or dual LP, Clarabel (direct LDL, faer) | | 3.9 s / 5.3 s | > 60 s per iteration |
 | lazy privacy rows, warm dual simplex | | 22 s (19 rounds, 10,241 rows added) | > 10 min |
-| Dantzig-Wolfe over output columns | 0.3 s | 280 s (474 rounds: tailing off) | |
+| Dantzig-Wolfe over output columns | 0.3 s | 280 s (474 rounds: tailing off; dual smoothing made it worse) | |
 
 Lazy rows do not thin this LP (more than half the rows bind: a staircase-like optimum is
-tight on every edge where the level changes), and Dantzig-Wolfe, although its master has
-only 2m + |R| rows and a certified Lagrangian bound every round, tails off. Both are in
-the repository's history (commits "finite_query ... first part" and "... Dantzig-Wolfe").
-So the LP is solved whole by interior point + crossover, and an LP beyond
-:data:`MAX_PRIVACY_ROWS` is refused before any work, naming the limit; the 1044-graph
-universe is beyond it, and :mod:`dpopt.methods.finite_query` reports the constructions
-for it against the best lower bound available there.
+tight on every edge where the level changes, so the optimum is massively degenerate: far
+more binding rows than variables, which is also why simplex and crossover struggle), and
+Dantzig-Wolfe, although its master has only 2m + |R| rows and a certified Lagrangian bound
+every round, tails off. Direct factorisations fill in: the class graph's separators
+(whole edge-count layers, ~150 classes) times 28 outputs are dense blocks of ~4,000.
+So the LP is solved through its dual (:func:`build_dual_lp`), whose one row per mechanism
+entry suits HiGHS's interior point; the mechanism is read from the dual's row duals and
+repaired to exact privacy, and :func:`certified_lower_bound` makes the dual values exactly
+feasible, so every solution carries ``lower_bound <= optimum <= objective``. The issue's
+goal of <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py``).
 """
 
 from __future__ import annotations
