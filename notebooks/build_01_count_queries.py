@@ -64,7 +64,10 @@ md(r"""
   not 1. The optimum's row 0 is $(272/415, 489/1660, 33/830, 17/1660)$, up to the
   non-uniqueness of LP optima.
 * Table 1(b) is labelled $G_{3,1/2}$ although the example uses $\alpha = 1/4$, and
-  its entries ($4/3, 1/4, \dots$) are not a stochastic matrix; $G_{3,1/4}$ is shown above.
+  its entries ($4/3, 1/4, \dots$) are not a stochastic matrix. It is exactly
+  $\frac{1+\alpha}{1-\alpha}G_{3,\alpha}$ at $\alpha = 1/4$ — Table 2's unnormalised kernel
+  ($\alpha^{|i-j|}$, end columns divided by $1-\alpha$) — as a cell below checks in exact
+  arithmetic; $G_{3,1/4}$ itself is shown above.
 * Table 1(c)'s remap $(9/11, 2/11)$ rounds the exact $(68/83, 15/83)$: equating
   the losses of rows 0 and 1 of $G\,T$ with $T_{0,1} = q$ gives
   $21/80 + 63q/80 = 9/20 - q/4$, so $q = 15/83$ and the loss is $168/415$. With
@@ -77,6 +80,14 @@ def loss_with_q(q):
     return max(sum(abs(i - r) * x[i, r] for r in range(4)) for i in range(4))
 
 print("q = 15/83:", loss_with_q(Fraction(15, 83)), " q = 2/11:", float(loss_with_q(Fraction(2, 11))))
+""")
+code(r"""
+quarter = Fraction(1, 4)
+kernel = geometric_matrix(3, quarter) * ((1 + quarter) / (1 - quarter))
+display(pd.DataFrame(kernel).map(str))
+printed_1b = [[Fraction(4, 3), Fraction(1, 4), Fraction(1, 16), Fraction(1, 48)], [Fraction(1, 3), 1, Fraction(1, 4), Fraction(1, 12)],
+              [Fraction(1, 12), Fraction(1, 4), 1, Fraction(1, 3)], [Fraction(1, 48), Fraction(1, 16), Fraction(1, 4), Fraction(4, 3)]]
+print("(1 + a)/(1 - a) G_{3,a} at a = 1/4 equals the printed Table 1(b):", kernel.tolist() == printed_1b)
 """)
 md(r"""
 ## What the optimal mechanism looks like

@@ -92,3 +92,18 @@ def test_range_restricted_release_has_the_law_of_g():
 def test_bad_alpha_rejected(alpha):
     with pytest.raises(InvalidParameterError, match="'alpha'"):
         geometric_matrix(3, alpha)
+
+
+def test_table_1b_is_the_unnormalised_kernel_at_alpha_one_quarter():
+    """GS Table 1(b), printed as G_{3,1/2}, is (1 + a)/(1 - a) G_{3,a} at a = 1/4: Table 2's left-hand
+    kernel (entries a^|i-j|, end columns divided by 1 - a), not a mechanism (its rows sum to more than 1)."""
+    printed = [[Fraction(4, 3), Fraction(1, 4), Fraction(1, 16), Fraction(1, 48)],
+               [Fraction(1, 3), Fraction(1), Fraction(1, 4), Fraction(1, 12)],
+               [Fraction(1, 12), Fraction(1, 4), Fraction(1), Fraction(1, 3)],
+               [Fraction(1, 48), Fraction(1, 16), Fraction(1, 4), Fraction(4, 3)]]
+    a = Fraction(1, 4)
+    kernel = geometric_matrix(3, a) * ((1 + a) / (1 - a))
+    assert kernel.tolist() == printed
+    half = Fraction(1, 2)
+    assert (geometric_matrix(3, half) * ((1 + half) / (1 - half))).tolist() != printed  # not at alpha = 1/2
+    assert all(sum(row) > 1 for row in printed)
