@@ -12,7 +12,7 @@ last iteration would need ``alpha_{k+1}``, which does not exist: the loop runs t
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from dpopt.mechanisms.geometric import geometric_matrix, remap_from_geometric
 from dpopt.sampling import RandomSource, inverse_cdf, uniforms
 from dpopt.validation import fail
 
-__all__ = ["level_remap", "chain_remaps", "chain_marginals", "sample_chain", "verify_chain_exact"]
+__all__ = ["level_remap", "chain_remaps", "chain_marginals", "sample_chain", "verify_chain_exact", "coalition_likelihood", "coalition_posterior"]
 
 
 def level_remap(n: int, alpha: float | Fraction, beta: float | Fraction) -> np.ndarray:
@@ -64,6 +64,40 @@ def verify_chain_exact(n: int, alphas: Sequence[float]) -> bool:
         return False
     marginals = chain_marginals(n, exact)
     return all(np.array_equal(m, geometric_matrix(n, a)) for m, a in zip(marginals, exact))
+
+
+def coalition_likelihood(n: int, alphas: Sequence[float | Fraction], releases: dict[int, int]) -> np.ndarray:
+    """``P(r_c = releases[c] for every level c in the coalition | true count d)`` for each d.
+
+    Algorithm 1 releases a Markov chain ``d -> r_1 -> r_2 -> ...`` (``r_1 ~ G_{alpha_1}(d)``,
+    ``r_(i+1) ~ T_(i+1)(r_i)``); levels outside the coalition are summed out by a forward
+    pass. Exact with :class:`~fractions.Fraction` alphas.
+    """
+    remaps = chain_remaps(n, alphas)
+    likelihood = []
+    for d in range(n + 1):
+        v = geometric_matrix(n, alphas[0])[d, :].copy()
+        for level in range(len(alphas)):
+            if level in releases:
+                keep = np.zeros(n + 1, dtype=v.dtype)
+                keep[releases[level]] = v[releases[level]]
+                v = keep
+            if level < len(remaps):
+                v = v @ remaps[level]
+        likelihood.append(v.sum())
+    return np.array(likelihood, dtype=object if isinstance(alphas[0], Fraction) else float)
+
+
+def coalition_posterior(n: int, alphas: Sequence[float | Fraction], releases: dict[int, int], prior: Sequence[Any]) -> np.ndarray:
+    """The posterior over the true count of consumers who pool ``releases`` (level -> value).
+
+    GS Lemma 4: it equals the posterior of the least private member (the smallest level in
+    ``releases``) alone, because the later releases are post-processing of that one by
+    coins that do not depend on the data. :func:`coalition_likelihood` computes the joint
+    law directly, so the identity can be checked exactly rather than assumed.
+    """
+    joint = np.asarray(prior, dtype=object) * coalition_likelihood(n, alphas, releases)
+    return joint / joint.sum()
 
 
 def sample_chain(

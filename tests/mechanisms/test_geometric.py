@@ -107,3 +107,28 @@ def test_table_1b_is_the_unnormalised_kernel_at_alpha_one_quarter():
     half = Fraction(1, 2)
     assert (geometric_matrix(3, half) * ((1 + half) / (1 - half))).tolist() != printed  # not at alpha = 1/2
     assert all(sum(row) > 1 for row in printed)
+
+
+def _exact_determinant(matrix) -> Fraction:
+    """Gaussian elimination over the rationals (an independent route to det)."""
+    a = [[Fraction(v) for v in row] for row in matrix]
+    size, det = len(a), Fraction(1)
+    for col in range(size):
+        pivot = next(r for r in range(col, size) if a[r][col] != 0)
+        if pivot != col:
+            a[col], a[pivot], det = a[pivot], a[col], -det
+        det *= a[col][col]
+        for r in range(col + 1, size):
+            factor = a[r][col] / a[col][col]
+            a[r] = [x - factor * y for x, y in zip(a[r], a[col])]
+    return det
+
+
+@given(size=st.integers(2, 7), alpha=st.fractions(Fraction(1, 50), Fraction(49, 50), max_denominator=50))
+def test_lemma_1_determinant_of_g(size, alpha):
+    """GS Lemma 1: det G'_{N,a} = (1 - a^2)^(N-1) for the N x N matrix, so det G_{N,a} > 0;
+    G' scales G's end columns by 1 + a and the others by (1 + a)/(1 - a)."""
+    g = geometric_matrix(size - 1, alpha)
+    det = _exact_determinant(g)
+    scale = (1 + alpha) ** 2 * ((1 + alpha) / (1 - alpha)) ** (size - 2)
+    assert det > 0 and det * scale == (1 - alpha**2) ** (size - 1)

@@ -69,3 +69,32 @@ def test_auto_solves_a_user_table_by_column_generation_and_matches_the_lp():
     lp = dpopt.solve(problem, "lp")
     assert abs(chosen.objective - lp.objective) <= 1e-9 * lp.objective
     assert chosen.details["lower_bound"] <= lp.objective + 1e-9 * lp.objective
+
+
+def _lexicographic_optimum(n: int, alpha: float, side: list[int]) -> np.ndarray:
+    """GS Lemma 5's mechanism: minimise the minimax loss L, then L' = sum |i - r| x[i, r] among L's optima."""
+    import cvxpy as cp
+
+    x = cp.Variable((n + 1, n + 1), nonneg=True)
+    distance = np.abs(np.subtract.outer(np.arange(n + 1), np.arange(n + 1)))
+    rows = cp.sum(cp.multiply(distance, x), axis=1)
+    constraints = [cp.sum(x, axis=1) == 1, alpha * x[:-1] <= x[1:], alpha * x[1:] <= x[:-1]]
+    first = cp.Problem(cp.Minimize(cp.max(rows[side])), constraints)
+    first.solve(solver=cp.HIGHS)
+    second = cp.Problem(cp.Minimize(cp.sum(rows)), constraints + [rows[side] <= first.value + 1e-9])
+    second.solve(solver=cp.HIGHS)
+    return x.value
+
+
+@pytest.mark.parametrize("n,alpha,side", [(4, 0.3, [0, 1, 2, 3, 4]), (6, 0.5, [1, 2, 5]), (8, 0.7, [0, 8]), (5, 0.9, [2, 3])])
+def test_lemma_5_adjacent_rows_of_the_lexicographic_optimum(n, alpha, side):
+    """GS Lemma 5: for rows i, i+1 there are c1 < c2 <= c1 + 2 with x[i+1, j] = alpha x[i, j] for j <= c1
+    and x[i, j] = alpha x[i+1, j] for j >= c2 (at most one column in between is slack both ways)."""
+    x = _lexicographic_optimum(n, alpha, side)
+    tol = 1e-8  # absolute: stage two may leave entries of 1e-11 where the exact optimum has 0
+    for i in range(n):
+        down = np.abs(x[i + 1] - alpha * x[i]) <= tol
+        up = np.abs(x[i] - alpha * x[i + 1]) <= tol
+        c1 = int(np.argmin(down)) - 1 if not down.all() else n  # last j of the tight-down prefix
+        c2 = int(n + 1 - np.argmin(up[::-1])) if not up.all() else 0  # first j of the tight-up suffix
+        assert c2 - c1 <= 2, (i, down, up)
