@@ -10,7 +10,12 @@ p = 1 is Laplace, p = 2 is Gaussian with ``sigma = b / sqrt 2``.
 * :func:`truncated_scale` -- the epsilon-DP scale bounds of the truncated GG
   mechanism, Eq. (8) and Eq. (9) (Eq. 9 is Eq. 8 with Lemma 2's bound on the l_p
   sensitivity); :class:`TruncatedGeneralizedGaussianMechanism` samples it.
-* :func:`threshold` -- Liu's "thresholding" post-processing (clamp to the bounds).
+* :func:`threshold` -- Liu's "thresholding" post-processing (clamp to the bounds);
+  :class:`ThresholdedGeneralizedGaussianMechanism` -- its epsilon-DP scale (Eqs. 10-14),
+  exact and as printed.
+* :func:`exponential_scale`, :func:`utility_sensitivity`, :func:`lemma9_bound` -- Lemma 8
+  (the GG mechanism as an exponential mechanism with ``u = -||s* - s||_p^p``) and Lemma 9
+  (bounds on that utility's sensitivity Delta_u), with the exact Delta_u beside them.
 * :func:`pdp_scale_monte_carlo` -- the (epsilon, delta)-pDP lower bound on b of
   Lemma 5 by Monte Carlo, with a seed and a standard error. Lemma 5 is printed as
   ``Pr(sum a_k > b^p - Delta_p^p epsilon) < delta``; the proof (the log density ratio
@@ -38,6 +43,10 @@ __all__ = [
     "threshold",
     "pdp_scale_monte_carlo",
     "MonteCarloScale",
+    "ThresholdedGeneralizedGaussianMechanism",
+    "exponential_scale",
+    "utility_sensitivity",
+    "lemma9_bound",
 ]
 
 
@@ -308,3 +317,135 @@ def pdp_scale_monte_carlo(
         draws=draws,
         seed=seed,
     )
+
+
+# -- thresholding with epsilon-DP (Liu Eqs. 10-14) and the exponential-mechanism view (Lemmas 8-9)
+
+
+def utility_sensitivity(p: float, sensitivity: float, width: float) -> float:
+    """Exact ``Delta_u`` of ``u(s*|x) = -|s* - s(x)|^p`` for one statistic in bounds of this width.
+
+    ``max |(|s* - s|^p - |s* - s'|^p)|`` over s, s', s* in the bounds with ``|s - s'| <= Delta``:
+    t -> t^p is convex and increasing, so the largest difference of p-th powers of two
+    distances at most Delta apart, both in [0, a], is ``a^p - (a - Delta)^p`` (a = width).
+    """
+    a, d = float(width), min(float(sensitivity), float(width))
+    return a**p - (a - d) ** p
+
+
+def lemma9_bound(p: int, sensitivities: Sequence[float], lowers: Sequence[float], uppers: Sequence[float]) -> float:
+    """Liu Lemma 9's upper bound on Delta_u for ``u = -||s* - s||_p^p`` (r statistics).
+
+    a) p = 1: ``sum_k Delta_k``; b) p = 2: ``2 sum_k Delta_k (c_k1 - c_k0)``; c) integer p:
+    ``sum_k sum_i C(p, i) max(|c_k0|, |c_k1|)^(p - i) Delta_k^(i)`` with
+    ``Delta_k^(i) = max |s^i - s'^i|`` over the bounds (here: at the end of largest magnitude).
+    """
+    deltas, lo, hi = (np.asarray(v, dtype=float) for v in (sensitivities, lowers, uppers))
+    if p == 1:
+        return float(deltas.sum())
+    if p == 2:
+        return float(2 * np.sum(deltas * (hi - lo)))
+    top = np.maximum(np.abs(lo), np.abs(hi))
+    total = 0.0
+    for i in range(1, p + 1):
+        # |s^i - s'^i| with |s - s'| <= Delta is largest at the end of largest magnitude
+        power_gap = np.abs(top**i - np.sign(top) * np.maximum(top - deltas, 0.0) ** i)
+        total += float(np.sum(special.comb(p, i) * top ** (p - i) * power_gap))
+    return total
+
+
+def exponential_scale(delta_u: float, epsilon: float, p: float) -> float:
+    """Lemma 8: the exponential mechanism with ``u = -||s* - s||_p^p`` draws GG(s, b, p) with ``b^p = 2 Delta_u / eps``."""
+    return (2.0 * check_real(delta_u, "delta_u", "exponential scale", low=0.0, low_open=True)
+            / check_epsilon(epsilon, "exponential scale")) ** (1.0 / p)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThresholdedGeneralizedGaussianMechanism:
+    """One statistic in ``[lower, upper]``: ``clip(s + GG(0, b, p), lower, upper)`` with b for epsilon-DP.
+
+    The release (Liu Eq. 10) has the GG density inside the bounds and point masses
+    ``F((lower - s) / b)`` and ``F((s - upper) / b)`` at them (F: the GG cdf at scale 1).
+    Its worst log ratio between neighbours (Eq. 11) is the larger of
+
+    * inside: ``(a^p - (a - Delta)^p) / b^p`` (a = upper - lower; y at one end, s, s' at the
+      other end and Delta inward);
+    * at a bound: ``ln F((Delta - a) / b) - ln F(-a / b)`` (F is log-concave for p >= 1, so
+      the ratio of tail masses is worst deepest in the tail, s at the far end).
+
+    ``scale`` is the smallest b meeting epsilon for both (bisection on the second);
+    :meth:`paper_scale` is the printed recipe: Eq. (12), which bounds ``b^p`` (the print
+    has ``b``) by ``(a + Delta)^p - a^p``, looser than the exact ``a^p - (a - Delta)^p``,
+    and Eqs. (13)-(14) solved numerically (Eq. 14 as printed repeats Eq. 13's
+    ``s_k - c_k0``; the upper bound needs ``c_k1 - s_k``, which by symmetry gives Eq. 13's b).
+    """
+
+    sensitivity: float
+    epsilon: float
+    p: float
+    lower: float
+    upper: float
+    scale: float = field(init=False)
+    owner = "thresholded generalized gaussian"
+
+    def __post_init__(self) -> None:
+        delta = check_sensitivity(self.sensitivity, self.owner)
+        lo, hi = check_real(self.lower, "lower", self.owner), check_real(self.upper, "upper", self.owner)
+        if hi <= lo:
+            raise fail("upper", self.owner, f"a float greater than lower = {lo:g}", self.upper)
+        object.__setattr__(self, "sensitivity", delta)
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, self.owner))
+        object.__setattr__(self, "p", _check_p(self.p, self.owner, low=1.0))
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+        interior = (utility_sensitivity(self.p, delta, hi - lo) / self.epsilon) ** (1.0 / self.p)
+        object.__setattr__(self, "scale", max(interior, self._boundary_scale()))
+
+    @property
+    def width(self) -> float:
+        return self.upper - self.lower
+
+    def _log_tail(self, t: np.ndarray | float) -> np.ndarray:
+        """``ln F(t)`` for t <= 0 at scale 1: ``ln(Q(1/p, |t|^p) / 2)``, stable deep in the tail."""
+        return np.log(0.5 * special.gammaincc(1.0 / self.p, np.abs(np.asarray(t, dtype=float)) ** self.p))
+
+    def boundary_loss(self, b: float) -> float:
+        """The worst log ratio of a point mass at a bound between neighbours, at scale b."""
+        d = min(self.sensitivity, self.width)
+        return float(self._log_tail((d - self.width) / b) - self._log_tail(-self.width / b))
+
+    def interior_loss(self, b: float) -> float:
+        return utility_sensitivity(self.p, self.sensitivity, self.width) / b**self.p
+
+    def privacy_loss(self, b: float | None = None) -> float:
+        """Eq. (11)'s worst case at scale b (default: this mechanism's)."""
+        b = self.scale if b is None else b
+        return max(self.interior_loss(b), self.boundary_loss(b))
+
+    def _boundary_scale(self) -> float:
+        low, high = 1e-9 * self.width, self.width
+        while self.boundary_loss(high) > self.epsilon:
+            high *= 2.0
+        for _ in range(200):  # bisection to the last bits: the loss falls as b grows
+            middle = 0.5 * (low + high)
+            if self.boundary_loss(middle) > self.epsilon:
+                low = middle
+            else:
+                high = middle
+        return high
+
+    def paper_scale(self) -> float:
+        """Liu's recipe: Eq. (12) (with b^p) and Eqs. (13)-(14), the largest."""
+        eq12 = (((self.width + self.sensitivity) ** self.p - self.width**self.p) / self.epsilon) ** (1.0 / self.p)
+        return max(eq12, self._boundary_scale())
+
+    def boundary_masses(self, true_value: float) -> tuple[float, float]:
+        """``(Pr[release = lower], Pr[release = upper])``."""
+        s = check_real(true_value, "true_value", self.owner, low=self.lower, high=self.upper)
+        noise = GeneralizedGaussianNoise(scale=self.scale, p=self.p)
+        return float(noise.cdf(self.lower - s)), float(1.0 - noise.cdf(self.upper - s))
+
+    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
+        s = check_real(true_value, "true_value", self.owner, low=self.lower, high=self.upper)
+        draws = GeneralizedGaussianNoise(scale=self.scale, p=self.p).sample(0.0, count, rng=rng, secure=secure)
+        return threshold(s + draws, self.lower, self.upper)

@@ -1,18 +1,25 @@
-"""Generalized Gaussian: density, exact sampler, truncated scales (Eq. 8/9), thresholding, Lemma 5."""
+"""Generalized Gaussian: density, exact sampler, truncated scales (Eq. 8/9), thresholding (Eqs. 10-14), Lemmas 5, 8, 9."""
 
 import math
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate, special, stats
 
 from dpopt.mechanisms.generalized_gaussian import (
     GeneralizedGaussianNoise,
+    ThresholdedGeneralizedGaussianMechanism,
     TruncatedGeneralizedGaussianMechanism,
+    exponential_scale,
+    lemma9_bound,
     pdp_scale_monte_carlo,
     threshold,
     truncated_scale,
+    utility_sensitivity,
 )
+from dpopt.mechanisms.laplace import ThresholdedLaplaceMechanism
 from dpopt.validation import InvalidParameterError
 
 
@@ -87,3 +94,89 @@ def test_invalid_orders_rejected():
         GeneralizedGaussianNoise(scale=1.0, p=0.0)
     with pytest.raises(InvalidParameterError, match="'widths'"):
         truncated_scale(epsilon=1.0, p=2, sensitivities=[1.0, 1.0], widths=[1.0])
+
+
+# -- thresholding with epsilon-DP (Liu Eqs. 10-14) and Lemmas 8-9 --------------------------
+
+
+def _direct_thresholded_loss(mech, b):
+    """sup ln(release law under s / under s') by brute force: a grid of s, s' = s +- Delta, interior y,
+    and the boundary masses by numerical integration of the GG density (not its closed-form cdf)."""
+    from scipy import integrate
+
+    noise = GeneralizedGaussianNoise(scale=b, p=mech.p)
+    values = np.linspace(mech.lower, mech.upper, 41)
+    ys = np.linspace(mech.lower, mech.upper, 81)[1:-1]
+    worst = 0.0
+    for s in values:
+        for s2 in (s - mech.sensitivity, s + mech.sensitivity):
+            if not mech.lower <= s2 <= mech.upper:
+                continue
+            inside = np.log(noise.pdf(ys - s)) - np.log(noise.pdf(ys - s2))
+            low = [integrate.quad(noise.pdf, -np.inf, mech.lower - v)[0] for v in (s, s2)]
+            high = [integrate.quad(noise.pdf, mech.upper - v, np.inf)[0] for v in (s, s2)]
+            worst = max(worst, inside.max(), np.log(low[0] / low[1]), np.log(high[0] / high[1]))
+    return worst
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 1.5])
+def test_thresholded_gg_loss_against_direct_maximisation(p):
+    mech = ThresholdedGeneralizedGaussianMechanism(sensitivity=1.0, epsilon=1.0, p=p, lower=0.0, upper=5.0)
+    direct = _direct_thresholded_loss(mech, mech.scale)
+    assert direct == pytest.approx(mech.privacy_loss(), rel=1e-6)  # the grid holds the worst points exactly
+    assert mech.privacy_loss() == pytest.approx(1.0, rel=1e-9)
+    assert _direct_thresholded_loss(mech, 0.9 * mech.scale) > 1.0  # any smaller b fails
+
+
+def test_thresholded_gg_paper_recipe_is_valid_and_looser():
+    for p in (2, 3, 4):
+        mech = ThresholdedGeneralizedGaussianMechanism(sensitivity=1.0, epsilon=0.5, p=p, lower=-2.0, upper=6.0)
+        assert mech.paper_scale() >= mech.scale and mech.privacy_loss(mech.paper_scale()) <= 0.5 + 1e-12
+
+
+def test_thresholded_gg_at_p_1_is_the_thresholded_laplace():
+    mech = ThresholdedGeneralizedGaussianMechanism(sensitivity=2.0, epsilon=0.7, p=1, lower=0.0, upper=10.0)
+    laplace = ThresholdedLaplaceMechanism(sensitivity=2.0, epsilon=0.7, lower=0.0, upper=10.0)
+    assert mech.scale == pytest.approx(laplace.scale, rel=1e-12)
+    assert mech.boundary_masses(3.0) == pytest.approx(laplace.boundary_masses(3.0), rel=1e-12)
+
+
+def test_thresholded_gg_sampler_has_its_boundary_masses():
+    mech = ThresholdedGeneralizedGaussianMechanism(sensitivity=1.0, epsilon=1.0, p=2, lower=0.0, upper=10.0)
+    draws = mech.sample(2.0, 50_000, rng=11)
+    low, high = mech.boundary_masses(2.0)
+    assert stats.binomtest(int((draws == 0.0).sum()), draws.size, low).pvalue > 1e-3
+    assert stats.binomtest(int((draws == 10.0).sum()), draws.size, high).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_lemma_8_exponential_mechanism_is_gg(p):
+    delta_u, epsilon = 3.0, 0.8
+    b = exponential_scale(delta_u, epsilon, p)
+    y = np.linspace(-6, 6, 101)
+    normaliser = 2 * b * special.gamma(1 / p) / p  # A(x) with r = 1
+    exponential = np.exp(-np.abs(y - 1.0) ** p * epsilon / (2 * delta_u)) / normaliser
+    np.testing.assert_allclose(GeneralizedGaussianNoise(scale=b, p=p).pdf(y - 1.0), exponential, rtol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(p=st.integers(1, 4), r=st.integers(1, 2), data=st.data())
+def test_lemma_9_bounds_the_utility_sensitivity(p, r, data):
+    """Delta_u by direct maximisation over grids of s, s' (|s - s'| <= Delta) and s*, against Lemma 9 and the exact form."""
+    lows = [data.draw(st.floats(-5, 5)) for _ in range(r)]
+    widths = [data.draw(st.floats(0.5, 6)) for _ in range(r)]
+    deltas = [data.draw(st.floats(0.05, 1.0)) * w for w in widths]
+    per_coordinate = []
+    for lo, w, d in zip(lows, widths, deltas):
+        grid = np.linspace(lo, lo + w, 121)
+        s, star = grid[:, None], grid[None, :]
+        best = 0.0
+        for shift in (d, -d):
+            s2 = s + shift
+            ok = (s2 >= lo) & (s2 <= lo + w)
+            diff = np.abs(np.abs(s - star) ** p - np.abs(s2 - star) ** p)
+            best = max(best, float(np.where(ok, diff, 0.0).max()))
+        per_coordinate.append(best)
+        assert best == pytest.approx(utility_sensitivity(p, d, w), rel=1e-9)  # the exact form is attained on the grid
+    direct = sum(per_coordinate)  # the coordinates' worst cases can co-occur
+    assert direct <= lemma9_bound(p, deltas, lows, [lo + w for lo, w in zip(lows, widths)]) * (1 + 1e-12)
