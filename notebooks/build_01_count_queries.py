@@ -101,14 +101,14 @@ big = dpopt.CountQuery(n=20, alpha=0.5, loss="absolute")
 optimum = dpopt.solve(big, "interaction")
 fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
 panels = [
-    (optimum.mechanism.to_numpy(), "optimal mechanism x* = G T*"),
-    (geometric_matrix(20, 0.5), "geometric mechanism G"),
-    (optimum.details["remap"].to_numpy(), "consumer's remap T*"),
+    (optimum.mechanism.to_numpy(), "optimal mechanism x* = G T*", "released r", "true count i"),
+    (geometric_matrix(20, 0.5), "geometric mechanism G", "released r", "true count i"),
+    (optimum.details["remap"].to_numpy(), "consumer's remap T*", "reported r'", "geometric output r"),
 ]
-for ax, (matrix, title) in zip(axes, panels):
+for ax, (matrix, title, xlabel, ylabel) in zip(axes, panels):
     image = ax.imshow(matrix, cmap="viridis")
-    ax.set(title=title, xlabel="released r", ylabel="true i")
-    fig.colorbar(image, ax=ax, shrink=0.8)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel, xticks=range(0, 21, 5), yticks=range(0, 21, 5))
+    fig.colorbar(image, ax=ax, shrink=0.8, label="probability")
 plt.tight_layout()
 """)
 md(r"""

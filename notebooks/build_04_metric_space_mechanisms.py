@@ -35,7 +35,7 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 import dpopt
 from dpopt.mechanisms.laplace import LaplaceMechanism

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from dpopt.dx.evaluation import baseline_scale, improvement_factor
 from dpopt.dx.metric import DXMetric
