@@ -50,6 +50,8 @@ __all__ = [
     "alternating",
     "AlternatingResult",
     "surrogate_objective",
+    "lp_bound_objective",
+    "exact_lp_bound",
 ]
 
 OWNER = "dx linear query"
@@ -160,12 +162,13 @@ def solve_exact(
     """:func:`exact_scales` and the :class:`PairReport` of the pairs it used.
 
     ``objective="norm"`` minimises ``||c||^2`` (the surrogate with c Q' = Q);
+    ``objective="l1"`` minimises ``sum c`` (Theorem 2 part 2's l1 bound when c Q' = Q);
     ``objective="improvement"`` maximises the paper's improvement factor (the
     geometric mean of ``baseline / c_k``), i.e. maximises ``sum_k log t_k`` with
     ``t = 1/c`` -- concave, with the same linear constraints ``A t <= d``.
     """
-    if objective not in ("norm", "improvement"):
-        raise fail("objective", OWNER, "'norm' or 'improvement'", objective)
+    if objective not in ("norm", "improvement", "l1"):
+        raise fail("objective", OWNER, "'norm', 'improvement' or 'l1'", objective)
     q = _workload(query, metric)
     diff, d, universe = _pairs_of(q, metric, essential_pairs(metric) if reduce else metric.pairs())
     used = diff.sum(axis=0) > 0
@@ -178,8 +181,9 @@ def solve_exact(
 
     def solve(rows: np.ndarray) -> np.ndarray:
         s_var = cp.Variable(int(used.sum()), pos=True, name="s")
-        if objective == "norm":
-            program = cp.Problem(cp.Minimize(cp.sum_squares(s_var)), [(a[rows] / unit) @ cp.inv_pos(s_var) <= d[rows]])
+        if objective in ("norm", "l1"):  # ||c||^2, or E||Y||_1 = sum c (Theorem 2, part 2, with c Q' = Q)
+            cost = cp.sum_squares(s_var) if objective == "norm" else cp.sum(s_var)
+            program = cp.Problem(cp.Minimize(cost), [(a[rows] / unit) @ cp.inv_pos(s_var) <= d[rows]])
             _run_conic(program, solver, "dx exact scales")
             return unit * np.asarray(s_var.value, dtype=float)
         # s is t * unit here: maximise the geometric mean of t (same optimum as sum log t,
@@ -434,6 +438,84 @@ def exact_surrogate(query: Any, metric: DXMetric, n: int, *, solver: str | None 
     c = unit * g
     transformed = (unit * p / c)[None, :]
     worst = check_privacy(transformed, metric).worst_ratio
+    if worst > 1:  # solver tolerance: shrink q' (and grow c) until every pair holds
+        transformed, c = transformed / worst, c * worst
+    return transformed, np.array([c]), PairReport(total, len(d), len(rows), rounds)
+
+
+# -- the l_p utilities of Theorem 2 (part 2) ------------------------------------------------
+
+def lp_bound_objective(transformed: Any, scales: Any, query: Any, n: int, p: float) -> float:
+    """Theorem 2 part 2's bound ``n ||c (.) Q' - Q||_p + E||Y||_p`` for p = 1 or inf.
+
+    The matrix norm is entrywise (the proof applies Hoelder row by row, then
+    ``||x||_q <= ||x||_1 = n``). ``E||Y||_1 = sum c``; ``E||Y||_inf`` for independent
+    ``Y_k ~ Lap(c_k)`` is ``int_0^inf 1 - prod_k (1 - e^(-t / c_k)) dt``, summed exactly by
+    inclusion-exclusion over the distinct scales for K <= 20 (it is c for one query).
+    """
+    q = np.atleast_2d(np.asarray(query, dtype=float))
+    qp = np.atleast_2d(np.asarray(transformed, dtype=float))
+    c = np.asarray(scales, dtype=float)
+    gap = (c[:, None] * qp - q).ravel()
+    if p == 1:
+        return float(n * np.abs(gap).sum() + c.sum())
+    return float(n * np.abs(gap).max() + expected_max_laplace(c))
+
+
+def expected_max_laplace(scales: np.ndarray) -> float:
+    """``E max_k |Y_k|`` for independent ``Y_k ~ Lap(c_k)``: ``|Y_k| ~ Exp(mean c_k)``, and
+    ``E max = sum over non-empty subsets S of (-1)^(|S|+1) / sum_{k in S} 1/c_k``."""
+    rates = 1.0 / np.asarray([v for v in scales if v > 0], dtype=float)
+    if rates.size == 0:
+        return 0.0
+    if rates.size > 20:
+        raise fail("query", OWNER, "at most 20 queries with noise for E||Y||_inf by inclusion-exclusion", rates.size)
+    total = 0.0
+    for mask in range(1, 1 << rates.size):
+        members = [k for k in range(rates.size) if mask >> k & 1]
+        total += (-1) ** (len(members) + 1) / rates[members].sum()
+    return float(total)
+
+
+def exact_lp_bound(query: Any, metric: DXMetric, n: int, p: float, *, solver: str | None = None, reduce: bool = True) -> tuple[np.ndarray, np.ndarray, "PairReport"]:
+    """Exact optimum of Theorem 2 part 2's l_p bound (p = 1 or inf) for one query with q' free.
+
+    ``min n ||c q' - q||_p + c`` s.t. ``|q'_i - q'_j| <= d_X(i, j)`` (``E||Y||_p = c`` for
+    one query). With ``v = c q'`` the constraints read ``|v_i - v_j| <= c d_X(i, j)``, so it
+    is an LP in (v, c). Returns ``(q', c, pairs)`` with q' as a (1, N) array.
+    """
+    q = _workload(query, metric)
+    if q.shape[0] != 1:
+        raise fail("query", OWNER, "a single query (one row) for the exact l_p bound", q.shape)
+    universe = essential_pairs(metric) if reduce else metric.pairs()
+    i, j = universe
+    d = metric.matrix[i, j]
+    total = len(metric.pairs()[0])
+    unit = float(closed_form_scales(q, metric)[0])
+    if unit == 0:
+        return np.zeros_like(q), np.zeros(1), PairReport(total, len(d), 0, 0)
+    target = q[0] / unit  # v = unit * (target + delta), c = unit * gamma: every term of order one
+
+    def solve(rows: np.ndarray) -> tuple[np.ndarray, float]:
+        delta = cp.Variable(metric.size, name="delta")
+        g = cp.Variable(nonneg=True, name="gamma")
+        gap = target[i[rows]] - target[j[rows]] + delta[i[rows]] - delta[j[rows]]
+        norm = cp.norm1(delta) if p == 1 else cp.norm_inf(delta)
+        program = cp.Problem(cp.Minimize(float(n) * norm + g), [cp.abs(gap) <= g * d[rows]])
+        _run_conic(program, solver, "dx exact l_p bound")
+        return target + np.asarray(delta.value, dtype=float), float(g.value)
+
+    def ratios(candidate: tuple[np.ndarray, float]) -> np.ndarray:
+        v, g = candidate
+        return np.abs(v[i] - v[j]) / (max(g, 1e-300) * d)
+
+    start = nearest_pairs(metric, universe) if reduce else np.arange(len(d))
+    (v, g), rows, rounds = _lazily(solve, ratios, start, len(d))
+    if g <= 0:  # no noise: only a constant release is private
+        return np.zeros_like(q), np.zeros(1), PairReport(total, len(d), len(rows), rounds)
+    transformed = (v / g)[None, :]
+    worst = check_privacy(transformed, metric).worst_ratio
+    c = unit * g
     if worst > 1:  # solver tolerance: shrink q' (and grow c) until every pair holds
         transformed, c = transformed / worst, c * worst
     return transformed, np.array([c]), PairReport(total, len(d), len(rows), rounds)

@@ -15,6 +15,11 @@ Laplace mechanism, and a certificate: the all-pairs check
   only route that is exact for the problem as stated, so ``auto`` takes it when it applies;
 * ``alternating`` -- block coordinate descent on (6) from the best of the above; ``auto``
   falls back to it for K > 1, where (6) is non-convex.
+* ``exact_l1``, ``exact_linf`` -- Theorem 2 part 2's bounds ``n ||c (.) Q' - Q||_p + E||Y||_p``
+  for p = 1 and inf, minimised exactly: for one query with q' free (an LP in v = c q' and
+  c); ``exact_l1`` for several queries within ``c Q' = Q`` (convex in 1/c; with Q' free
+  the bound is not jointly convex). The bound is in ``parameters["l1_bound"]`` /
+  ``["linf_bound"]``; ``objective`` stays (6)'s, so every route is compared on one scale.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from dpopt.dx.scales import (
     alternating,
     check_privacy,
     closed_form_scales,
+    exact_lp_bound,
     exact_surrogate,
+    lp_bound_objective,
     psa_scales,
     solve_exact,
     strategy1_scales,
@@ -156,6 +163,32 @@ def solve_alternating(problem: DXLinearQuery, solver: str | None, repair: bool) 
     result = alternating(problem.matrix, problem.metric, problem.n, start, solver=solver)
     return dx_solution(problem, result.transformed, result.scales, "alternating", solver=solver or "CLARABEL",
                        extra={"objective_per_iteration": list(result.objectives), **result.pairs.to_dict()})
+
+
+def _lp_details(problem: DXLinearQuery, transformed: np.ndarray, c: np.ndarray, p: float) -> dict[str, Any]:
+    return {f"l{'1' if p == 1 else 'inf'}_bound": lp_bound_objective(transformed, c, problem.matrix, problem.n, p)}
+
+
+# exact=False: optimal for their own l_p bound, not for this kind's objective (6), so auto never takes them for it
+@register(KIND, "exact_l1", exact=False, uses_solver=True, cost=lambda p: 65.0 * _size(p), memory=_program_memory,
+          summary="exact optimum of Theorem 2's l1 bound n||c.Q' - Q||_1 + ||c||_1 (one query: Q' free, an LP; "
+                  "several: within c Q' = Q, convex in 1/c)")
+def solve_exact_l1(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
+    if _single(problem):
+        transformed, c, report = exact_lp_bound(problem.matrix, problem.metric, problem.n, 1, solver=solver)
+    else:
+        c, report = solve_exact(problem.matrix, problem.metric, solver=solver, objective="l1")
+        transformed = _transformed(problem, c)
+    return dx_solution(problem, transformed, c, "exact_l1", solver=solver or "CLARABEL",
+                       extra={**report.to_dict(), **_lp_details(problem, transformed, c, 1)})
+
+
+@register(KIND, "exact_linf", exact=False, applies=_single, uses_solver=True, cost=lambda p: 65.0 * _size(p), memory=_program_memory,
+          summary="exact optimum of Theorem 2's l_inf bound n||c q' - q||_inf + c for one query (q' free, an LP)")
+def solve_exact_linf(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
+    transformed, c, report = exact_lp_bound(problem.matrix, problem.metric, problem.n, np.inf, solver=solver)
+    return dx_solution(problem, transformed, c, "exact_linf", solver=solver or "CLARABEL",
+                       extra={**report.to_dict(), **_lp_details(problem, transformed, c, np.inf)})
 
 
 @register(KIND, "exact_improvement", exact=False, uses_solver=True, cost=lambda p: 50.0 * _size(p), memory=_program_memory,

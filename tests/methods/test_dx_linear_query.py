@@ -4,6 +4,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dpopt
 from dpopt.cli import main
@@ -16,7 +18,8 @@ from tests.conftest import PROBLEMS
 def test_every_route_is_certified_and_exact_is_best_under_its_objective():
     problem = load_problem(PROBLEMS / "dx_hotspots.toml")
     solutions = {s.method: s for s in dpopt.compare(problem)}
-    assert set(solutions) == {"closed_form", "strategy1", "strategy2", "psa", "exact", "exact_improvement", "exact_surrogate", "alternating"}
+    assert set(solutions) == {"closed_form", "strategy1", "strategy2", "psa", "exact", "exact_improvement", "exact_surrogate", "alternating",
+                              "exact_l1", "exact_linf"}
     assert all(s.certificate.ok for s in solutions.values())
     best = solutions["exact_surrogate"].objective
     assert all(s.objective >= best * (1 - 1e-9) for s in solutions.values())
@@ -75,3 +78,60 @@ def test_csv_metric_relative_to_the_problem_file(tmp_path, capsys):
     (tmp_path / "bad.toml").write_text('kind = "dx_linear_query"\nn = 5\nquery = [0.0, 1.0, 3.0]\n[metric]\ntype = "matrix"\nvalues = [[0, 1, 5], [1, 0, 1], [5, 1, 0]]\n')
     assert main(["solve", str(tmp_path / "bad.toml")]) == 2
     assert "triangle inequality" in capsys.readouterr().err
+
+
+# -- Theorem 2 part 2: the l1 and l_inf routes ----------------------------------------------
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), p=st.sampled_from([1, "inf"]))
+def test_lp_routes_are_never_worse_than_the_squared_route_on_their_own_bound(seed, p):
+    """exact_l1 / exact_linf minimise n||c q' - q||_p + c exactly (one query, q' free): no other route, in particular
+    the l2^2 surrogate's optimum, does better on that bound; and each is certified on all pairs."""
+    from dpopt.dx.scales import lp_bound_objective
+
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(3, 7))
+    problem = DXLinearQuery(n=int(rng.integers(5, 60)), query=rng.random(size).round(3).tolist(),
+                            metric={"type": "euclidean", "coordinates": rng.random((size, 2)).round(3).tolist(), "epsilon": float(rng.uniform(0.3, 2))})
+    norm = 1 if p == 1 else np.inf
+    own = dpopt.solve(problem, "exact_l1" if p == 1 else "exact_linf")
+    assert own.certificate.ok
+    mine = lp_bound_objective(own.details["transformed"], own.details["scales"], problem.matrix, problem.n, norm)
+    for other in ("exact_surrogate", "closed_form", "exact", "psa"):
+        s = dpopt.solve(problem, other)
+        assert mine <= lp_bound_objective(s.details["transformed"], s.details["scales"], problem.matrix, problem.n, norm) * (1 + 1e-6) + 1e-9
+
+
+def test_lp_route_matches_a_brute_force_grid_on_a_tiny_instance():
+    """Two elements: v = (v0, v1), c with |v0 - v1| <= c d; a fine grid over (v0, v1, c) gives the same l1 optimum."""
+    from dpopt.dx.scales import exact_lp_bound, lp_bound_objective
+
+    problem = DXLinearQuery(n=3, query=[0.0, 1.0], metric={"type": "uniform", "epsilon": 0.5})
+    q, c, _ = exact_lp_bound(problem.matrix, problem.metric, problem.n, 1)
+    best = lp_bound_objective(q, c, problem.matrix, problem.n, 1)
+    d = problem.metric.matrix[0, 1]
+    grid = np.linspace(0, 1, 201)
+    v0, v1, cc = np.meshgrid(grid, grid, np.linspace(0, 3, 301), indexing="ij")
+    feasible = np.abs(v0 - v1) <= cc * d + 1e-12
+    values = np.where(feasible, problem.n * (np.abs(v0 - 0.0) + np.abs(v1 - 1.0)) + cc, np.inf)
+    assert best == pytest.approx(values.min(), abs=0.02) and best <= values.min() + 1e-9
+
+
+def test_expected_max_laplace_against_monte_carlo():
+    from dpopt.dx.scales import expected_max_laplace
+
+    scales = np.array([1.0, 0.5, 2.0])
+    draws = np.abs(np.random.default_rng(3).laplace(scale=scales, size=(400_000, 3))).max(axis=1)
+    assert expected_max_laplace(scales) == pytest.approx(draws.mean(), rel=5e-3)
+    assert expected_max_laplace(np.array([1.5])) == pytest.approx(1.5)
+
+
+def test_l1_route_for_several_queries_is_exact_within_c_q_equals_q():
+    """With c Q' = Q the l1 bound is sum c: exact_l1 is never above any other c Q' = Q route on it."""
+    problem = DXLinearQuery(n=50, query=[[0.1, 0.5, 0.9, 0.3], [1.0, 0.0, 1.0, 0.0]], histogram=[10, 20, 15, 5],
+                            metric={"type": "euclidean", "coordinates": [[0, 0], [1, 0], [0, 2], [3, 3]], "epsilon": 0.5})
+    own = dpopt.solve(problem, "exact_l1")
+    assert own.certificate.ok
+    for other in ("strategy1", "strategy2", "psa", "exact"):
+        assert own.details["scales"].sum() <= dpopt.solve(problem, other).details["scales"].sum() * (1 + 1e-6)
