@@ -1,0 +1,62 @@
+"""Problem (8) (Perrier et al., SmallDB's pre-processing) solved exactly, checked by independent routes."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpopt.dx.metric import DXMetric
+from dpopt.dx.smalldb import lipschitz_approximation, smalldb_bound, smalldb_gamma, smalldb_preprocessing
+
+
+def _metric(points: np.ndarray, epsilon: float) -> DXMetric:
+    return DXMetric.euclidean(points, epsilon)
+
+
+def _lp_error(q: np.ndarray, d: np.ndarray, lipschitz: float) -> float:
+    """min ||v - q||_inf over L-Lipschitz v, as an LP (the independent route)."""
+    v, t = cp.Variable(q.size), cp.Variable()
+    i, j = np.triu_indices(q.size, 1)
+    cp.Problem(cp.Minimize(t), [cp.abs(v - q) <= t, cp.abs(v[i] - v[j]) <= lipschitz * d[i, j]]).solve(solver=cp.HIGHS)
+    return float(t.value)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), lipschitz=st.floats(0.0, 3.0))
+def test_mcshane_whitney_midpoint_is_the_best_lipschitz_approximation(seed, lipschitz):
+    rng = np.random.default_rng(seed)
+    metric = _metric(rng.random((6, 2)), 1.0)
+    q = rng.random(6) * 4
+    v, error = lipschitz_approximation(q, metric.matrix, lipschitz)
+    i, j = np.triu_indices(6, 1)
+    assert np.all(np.abs(v[i] - v[j]) <= lipschitz * metric.matrix[i, j] + 1e-9)
+    assert np.abs(v - q).max() == pytest.approx(error, abs=1e-9)
+    assert error == pytest.approx(_lp_error(q, metric.matrix, lipschitz), abs=1e-7)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 500))
+def test_problem_8_optimum_is_global_against_a_grid_of_scales(seed, n):
+    """F(c) = n E(c) + (n^2 gamma c)^(1/3) on a fine grid of c, E by LPs (not the closed form), never beats the optimum."""
+    rng = np.random.default_rng(seed)
+    metric = _metric(rng.random((5, 2)), float(rng.uniform(0.5, 3)))
+    queries = rng.random((3, 5)) * rng.uniform(0.5, 5)
+    gamma = smalldb_gamma(5, 3, 0.05)
+    result = smalldb_preprocessing(queries, metric, n, gamma)
+    assert result.objective == pytest.approx(smalldb_bound(result.transformed, result.scale, queries, n, gamma), rel=1e-9)
+    i, j = np.triu_indices(5, 1)  # Theorem 5's condition on every transformed query
+    assert result.scale > 0 and np.all(np.abs(result.transformed[:, i] - result.transformed[:, j]) <= metric.matrix[i, j] * (1 + 1e-9))
+    top = max(result.scale * 2, float((np.abs(queries[:, :, None] - queries[:, None, :]).max(axis=0) / np.where(metric.matrix > 0, metric.matrix, np.inf)).max()) * 1.2)
+    for c in np.linspace(0, top, 25)[1:]:  # c > 0: at c = 0 the release c q' is 0
+        value = n * max(_lp_error(row, metric.matrix, c) for row in queries) + np.cbrt(n * n * gamma * c)
+        # the infimum over c > 0 is the best breakpoint or the limit c -> 0+ (concave between breakpoints)
+        assert min(result.objective, result.limit_at_zero) <= value + 1e-6 * max(1.0, value)
+
+
+def test_problem_8_reports_the_limit_at_zero_noise():
+    """lim F(c) as c -> 0+ is n range(q) / 2 (q' a huge constant, never attained)."""
+    metric = DXMetric.euclidean(np.array([[0.0, 0.0], [1.0, 0.0]]), 0.01)
+    result = smalldb_preprocessing(np.array([[0.0, 1.0]]), metric, n=10, gamma=smalldb_gamma(2, 1, 0.05))
+    assert result.limit_at_zero == pytest.approx(10 * 0.5)
+    assert result.objective >= result.limit_at_zero - 1e-12 or result.scale > 0
