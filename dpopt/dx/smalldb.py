@@ -1,4 +1,4 @@
-"""Problem (8) of Perrier et al.: the d_X SmallDB mechanism's pre-processing, solved exactly.
+"""The d_X SmallDB mechanism of Perrier et al.: problem (8) solved exactly, and Algorithm 1 at toy sizes.
 
 SmallDB (Algorithm 1) releases ``c q'(y)`` for a synthetic database y; Theorem 6 bounds
 its error by ``n max_q ||q - c q'||_inf + (c n^2 gamma)^(1/3)`` with
@@ -33,7 +33,8 @@ import numpy as np
 from dpopt.dx.metric import DXMetric
 from dpopt.validation import check_real, fail
 
-__all__ = ["SmallDBPreprocessing", "lipschitz_approximation", "smalldb_gamma", "smalldb_preprocessing", "smalldb_bound"]
+__all__ = ["SmallDB", "SmallDBPreprocessing", "lipschitz_approximation", "smalldb_gamma", "smalldb_preprocessing", "smalldb_bound",
+           "smalldb_candidate_count", "MAX_SMALLDB_CANDIDATES"]
 
 OWNER = "smalldb preprocessing"
 
@@ -133,3 +134,81 @@ def smalldb_preprocessing(query: Any, metric: DXMetric, n: int, gamma: float) ->
     rows = [lipschitz_approximation(row, d, best)[0] for row in q]
     transformed = np.array(rows) / best
     return SmallDBPreprocessing(transformed, best, float(values.min()), int(candidates.size), float(n * gaps[live].max() / 2))
+
+
+# -- Algorithm 1: the d_X small database mechanism, exact at toy sizes -----------------------
+
+#: The most candidate synthetic databases SmallDB enumerates (C(N + m - 1, m) of them).
+MAX_SMALLDB_CANDIDATES = 200_000
+
+
+def smalldb_candidate_count(universe_size: int, synthetic_size: int) -> int:
+    """``|R| = C(N + m - 1, m)``: histograms of m records over N elements."""
+    from math import comb
+
+    return comb(universe_size + synthetic_size - 1, synthetic_size)
+
+
+@dataclass(frozen=True)
+class SmallDB:
+    """Algorithm 1 in its d_X form: a synthetic database y of m records, drawn with probability
+    ``~ exp(u'(x, y) / (2c))``, ``u'(x, y) = -c max_q' |q'(x) - (n/m) q'(y)|``, answers ``c (n/m) q'(y)``.
+
+    Theorem 5: if every transformed query is 1-Lipschitz for d_X (``|q'_i - q'_j| <= d_X(i, j)``),
+    moving one record from i to j changes u' by at most ``c d_X(i, j)``, and the exponential
+    mechanism at scale c is d_X-private (Theorem 3); checked on construction. The synthetic
+    answers are scaled by n / m so that a database of m records speaks for n (the
+    normalisation the error bound's ``alpha n`` term assumes; n is public, bounded DP).
+    All ``C(N + m - 1, m)`` candidates are enumerated, so sizes are refused above
+    :data:`MAX_SMALLDB_CANDIDATES` before any work, with the count.
+    """
+
+    transformed: np.ndarray
+    scale: float
+    metric: DXMetric
+    synthetic_size: int
+
+    def __post_init__(self) -> None:
+        qp = np.atleast_2d(np.asarray(self.transformed, dtype=float))
+        if qp.shape[1] != self.metric.size or not np.isfinite(qp).all():
+            raise fail("transformed", "smalldb", f"K rows of N = {self.metric.size} finite numbers", qp.shape)
+        check_real(self.scale, "scale", "smalldb", low=0.0, low_open=True)
+        i, j = self.metric.pairs()
+        spread = np.abs(qp[:, i] - qp[:, j]).max(axis=0)
+        if np.any(spread > self.metric.matrix[i, j] * (1 + 1e-9)):
+            p = int(np.argmax(spread / self.metric.matrix[i, j]))
+            raise fail("transformed", "smalldb", f"1-Lipschitz for d_X (Theorem 5); pair ({i[p]}, {j[p]}) is not", qp.shape)
+        count = smalldb_candidate_count(self.metric.size, self.synthetic_size)
+        if count > MAX_SMALLDB_CANDIDATES:
+            raise fail("synthetic_size", "smalldb", f"small enough to enumerate: C(N + m - 1, m) <= {MAX_SMALLDB_CANDIDATES:,} "
+                       f"candidate databases (this is {count:,})", self.synthetic_size)
+        object.__setattr__(self, "transformed", qp)
+
+    def candidates(self) -> np.ndarray:
+        """Every histogram of m records over N elements, one per row."""
+        import itertools
+
+        rows = [np.bincount(c, minlength=self.metric.size) for c in itertools.combinations_with_replacement(range(self.metric.size), self.synthetic_size)]
+        return np.array(rows, dtype=float)
+
+    def probabilities(self, histogram: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(candidates, probabilities)`` of the output given the true histogram."""
+        x = np.asarray(histogram, dtype=float)
+        n = float(x.sum())
+        y = self.candidates()
+        gap = np.abs(self.transformed @ x - (n / self.synthetic_size) * (y @ self.transformed.T)).max(axis=1)
+        logits = -gap / 2.0  # u' / (2c) with u' = -c * gap
+        weights = np.exp(logits - logits.max())
+        return y, weights / weights.sum()
+
+    def sample(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
+        """``count`` synthetic databases (rows), exact over the enumerated candidates."""
+        from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
+
+        count = check_count(count, "smalldb")
+        y, p = self.probabilities(histogram)
+        return y[inverse_cdf(p, open_uniforms(resolve_rng(rng, secure=secure), count))]
+
+    def answers(self, synthetic: np.ndarray, n: float) -> np.ndarray:
+        """``c (n / m) q'(y)`` for each synthetic database (rows)."""
+        return self.scale * (n / self.synthetic_size) * np.atleast_2d(synthetic) @ self.transformed.T

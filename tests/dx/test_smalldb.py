@@ -60,3 +60,68 @@ def test_problem_8_reports_the_limit_at_zero_noise():
     result = smalldb_preprocessing(np.array([[0.0, 1.0]]), metric, n=10, gamma=smalldb_gamma(2, 1, 0.05))
     assert result.limit_at_zero == pytest.approx(10 * 0.5)
     assert result.objective >= result.limit_at_zero - 1e-12 or result.scale > 0
+
+
+# -- Algorithm 1 -----------------------------------------------------------------------------
+
+
+def _toy(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    metric = DXMetric.euclidean(rng.random((4, 2)) * 3, 1.0)
+    queries = rng.random((3, 4)) * 2
+    result = smalldb_preprocessing(queries, metric, n=30, gamma=smalldb_gamma(4, 3, 0.05))
+    return metric, queries, result
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_smalldb_is_dx_private_on_every_neighbouring_pair(seed):
+    """Theorem 5, measured: moving one record from i to j changes the log probability of every synthetic
+    database by at most d_X(i, j)."""
+    from dpopt.dx.smalldb import SmallDB
+
+    metric, _, result = _toy(seed)
+    mech = SmallDB(result.transformed, result.scale, metric, synthetic_size=4)
+    x = np.array([10.0, 5.0, 8.0, 7.0])
+    _, base = mech.probabilities(x)
+    for i in range(4):
+        for j in range(4):
+            if i != j:
+                moved = x.copy()
+                moved[i] -= 1
+                moved[j] += 1
+                _, other = mech.probabilities(moved)
+                assert np.max(np.abs(np.log(base) - np.log(other))) <= metric.matrix[i, j] * (1 + 1e-9)
+
+
+def test_smalldb_law_matches_brute_force_enumeration():
+    """The vectorised law against a loop over every synthetic database written out by hand."""
+    import itertools
+
+    from dpopt.dx.smalldb import SmallDB
+
+    metric, _, result = _toy(3)
+    mech = SmallDB(result.transformed, result.scale, metric, synthetic_size=3)
+    x = np.array([4.0, 0.0, 9.0, 2.0])
+    y, p = mech.probabilities(x)
+    weights = {}
+    for a in itertools.product(range(4), repeat=3):
+        h = tuple(np.bincount(a, minlength=4))
+        gap = max(abs(sum(q[k] * x[k] for k in range(4)) - (15 / 3) * sum(q[k] * h[k] for k in range(4))) for q in result.transformed)
+        weights[h] = np.exp(-gap / 2)
+    total = sum(weights.values())
+    assert len(weights) == len(y)
+    for row, prob in zip(y, p):
+        assert prob == pytest.approx(weights[tuple(int(v) for v in row)] / total, rel=1e-10)
+    draws = mech.sample(x, 5000, rng=1)
+    assert draws.shape == (5000, 4) and np.all(draws.sum(axis=1) == 3)
+
+
+def test_smalldb_refuses_non_lipschitz_queries_and_huge_enumerations():
+    from dpopt.dx.smalldb import SmallDB
+    from dpopt.validation import InvalidParameterError
+
+    metric, queries, result = _toy(0)
+    with pytest.raises(InvalidParameterError, match="transformed"):
+        SmallDB(result.transformed * 10, result.scale, metric, synthetic_size=3)
+    with pytest.raises(InvalidParameterError, match="synthetic_size"):
+        SmallDB(result.transformed, result.scale, metric, synthetic_size=2000)
