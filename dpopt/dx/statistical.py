@@ -1,0 +1,115 @@
+"""Statistical queries under d_X-privacy (Perrier et al., Appendix C): Theorem 10, problem (14).
+
+A statistical query averages a predicate over the n rows of a dataset,
+``q(x) = (1/n) sum_i q(x_i)``; a d-way marginal has ``q(u) = u``. Theorem 10 releases
+``Z = c (.) q(x') + Lap(c)`` where every row u is first mapped to ``u'``; it is d_X-private
+when ``||q(u') - q(v')||_1 <= n d_X(u, v)`` for all u, v. For a budget that adds over the
+attributes, ``d_X(u, v) = sum_i d_i(u_i, v_i)``, the condition holds attribute by
+attribute (``|u'_i - v'_i| <= n d_i(u_i, v_i)``) and the l1 objective separates into
+problem (14) per attribute:
+
+    minimise over c_i >= 0 and the map u_i -> u'_i:   max_{u_i} |c_i u'_i - u_i| + c_i.
+
+**Solved exactly here.** With ``w = c_i u'`` the constraint is ``w`` being
+``c_i n``-Lipschitz for d_i, and the best sup-norm error of such a w is McShane-Whitney's
+``E(c) = max_{u, v} (|u - v| - c n d_i(u, v))^+ / 2`` (:func:`dpopt.dx.smalldb.lipschitz_approximation`).
+``F(c) = E(c) + c`` is convex and piecewise linear, so its minimum over c > 0 is at a
+breakpoint of E, or in the limit c -> 0+ (a constant release at the midpoint, error
+``range / 2``), reported apart as ``limit_at_zero``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from dpopt.dx.smalldb import _envelope_breakpoints, lipschitz_approximation
+from dpopt.mechanisms.laplace import laplace_ppf
+from dpopt.sampling import check_count, open_uniforms, resolve_rng
+from dpopt.validation import check_array, check_int, fail
+
+__all__ = ["AttributeScale", "marginal_attribute_scale", "MarginalRelease"]
+
+OWNER = "statistical query"
+
+
+@dataclass(frozen=True)
+class AttributeScale:
+    """Problem (14)'s optimum for one attribute: its values, their images u', the scale c, the bound."""
+
+    values: np.ndarray
+    mapped: np.ndarray
+    scale: float
+    objective: float
+    limit_at_zero: float
+
+
+def marginal_attribute_scale(values: Any, distances: Any, n: int) -> AttributeScale:
+    """Problem (14) for one attribute: values ``X_i`` (m numbers), their budget metric ``d_i`` (m x m), n rows."""
+    u = check_array(values, "values", OWNER, ndim=1, max_abs=1e12)
+    d = check_array(distances, "distances", OWNER, ndim=2, low=0.0, allow_inf=True)
+    rows = check_int(n, "n", OWNER, low=1)
+    if d.shape != (u.size, u.size) or u.size < 2 or not np.allclose(d, d.T) or np.any(np.diag(d) != 0):
+        raise fail("distances", OWNER, f"a symmetric {u.size} x {u.size} metric with a zero diagonal on at least 2 values", d.shape)
+    i, j = np.triu_indices(u.size, 1)
+    gaps, budget = np.abs(u[i] - u[j]), rows * d[i, j]
+    if np.any((gaps > 0) & (budget == 0)):
+        raise fail("distances", OWNER, "positive between different values", d.shape)
+    live = (gaps > 0) & np.isfinite(budget)
+    limit = float(gaps.max() / 2)
+    if not live.any():  # every pair unconstrained: release exactly (c -> 0 with w = u)
+        return AttributeScale(u, u.copy(), 0.0, 0.0, limit)
+    points = _envelope_breakpoints(gaps[live] / 2, budget[live] / 2)
+    points = points[points > 0]
+    totals = [max(float(np.max((gaps[live] - c * budget[live]) / 2)), 0.0) + c for c in points]
+    best = float(points[int(np.argmin(totals))])
+    w, _ = lipschitz_approximation(u, np.where(np.isfinite(d), d, 1e300) * rows, best)
+    return AttributeScale(u, w / best, best, float(min(totals)), limit)
+
+
+@dataclass(frozen=True)
+class MarginalRelease:
+    """Theorem 10 for the d-way marginal ``q(x) = (1/n) sum_rows u``: ``Z_i = c_i mean_rows(u'_i) + Lap(c_i)``.
+
+    ``attributes`` holds one :class:`AttributeScale` per column; privacy (Theorem 10 with an
+    additive budget) is checked on construction: ``|u'_i - v'_i| <= n d_i(u_i, v_i)``.
+    """
+
+    attributes: Sequence[AttributeScale]
+    distances: Sequence[np.ndarray]
+    n: int
+
+    def __post_init__(self) -> None:
+        for k, (attribute, d) in enumerate(zip(self.attributes, self.distances)):
+            i, j = np.triu_indices(attribute.values.size, 1)
+            spread = np.abs(attribute.mapped[i] - attribute.mapped[j])
+            if attribute.scale > 0 and np.any(spread > self.n * np.asarray(d)[i, j] * (1 + 1e-9)):
+                raise fail("attributes", OWNER, f"Theorem 10's condition on attribute {k}: |u' - v'| <= n d(u, v)", k)
+
+    def _mapped_mean(self, rows: np.ndarray) -> np.ndarray:
+        columns = []
+        for k, attribute in enumerate(self.attributes):
+            index = np.searchsorted(attribute.values, rows[:, k]) if np.all(np.diff(attribute.values) > 0) else None
+            if index is None or np.any(attribute.values[np.clip(index, 0, attribute.values.size - 1)] != rows[:, k]):
+                lookup = {float(v): float(m) for v, m in zip(attribute.values, attribute.mapped)}
+                try:
+                    columns.append(np.mean([lookup[float(v)] for v in rows[:, k]]))
+                except KeyError as exc:
+                    raise fail("rows", OWNER, f"values of attribute {k} in its value set", float(exc.args[0])) from None
+            else:
+                columns.append(float(attribute.mapped[index].mean()))
+        return np.array(columns)
+
+    def release(self, rows: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
+        """``count`` releases for a dataset of n rows (n x d)."""
+        data = check_array(rows, "rows", OWNER, ndim=2, max_abs=1e12)
+        if data.shape != (self.n, len(self.attributes)):
+            raise fail("rows", OWNER, f"{self.n} rows of {len(self.attributes)} attributes", data.shape)
+        count = check_count(count, OWNER)
+        c = np.array([a.scale for a in self.attributes])
+        centre = c * self._mapped_mean(data)
+        source = resolve_rng(rng, secure=secure)
+        noise = laplace_ppf(open_uniforms(source, count * c.size).reshape(count, c.size), np.where(c > 0, c, 1.0))
+        return centre + np.where(c > 0, noise, 0.0)
