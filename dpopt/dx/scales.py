@@ -406,41 +406,12 @@ def exact_surrogate(query: Any, metric: DXMetric, n: int, *, solver: str | None 
     ``p = c q'`` the constraints read ``|p_i - p_j| <= c d_X(i, j)``: jointly convex in
     (p, c), a QP. Returns ``(q', c, pairs)`` with q' as a (1, N) array.
     """
-    q = _workload(query, metric)
-    if q.shape[0] != 1:
-        raise fail("query", OWNER, "a single query (one row) for exact_surrogate", q.shape)
-    universe = essential_pairs(metric) if reduce else metric.pairs()
-    i, j = universe
-    d = metric.matrix[i, j]
-    total = len(metric.pairs()[0])
-    unit = float(closed_form_scales(q, metric)[0])
-    if unit == 0:
-        return np.zeros_like(q), np.zeros(1), PairReport(total, len(d), 0, 0)
-    target = q[0] / unit
-    big_n = float(n)
-
-    def solve(rows: np.ndarray) -> tuple[np.ndarray, float]:
+    return _single_query_program(
+        query, metric, reduce, solver, "exact_surrogate", step=1.0 / float(n),
         # p = target + delta / n and c = unit * gamma turn the objective, divided by
         # 2 unit^2, into ||delta||^2 / 2 + gamma^2: every term of order one.
-        delta = cp.Variable(metric.size, name="delta")
-        g = cp.Variable(nonneg=True, name="gamma")
-        gap = target[i[rows]] - target[j[rows]] + (delta[i[rows]] - delta[j[rows]]) / big_n
-        program = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(delta) + cp.square(g)), [cp.abs(gap) <= g * d[rows]])
-        _run_conic(program, solver, "dx exact surrogate")
-        return target + np.asarray(delta.value, dtype=float) / big_n, float(g.value)
-
-    def ratios(candidate: tuple[np.ndarray, float]) -> np.ndarray:
-        p, g = candidate
-        return np.abs(p[i] - p[j]) / (max(g, 1e-300) * d)
-
-    start = nearest_pairs(metric, universe) if reduce else np.arange(len(d))
-    (p, g), rows, rounds = _lazily(solve, ratios, start, len(d))
-    c = unit * g
-    transformed = (unit * p / c)[None, :]
-    worst = check_privacy(transformed, metric).worst_ratio
-    if worst > 1:  # solver tolerance: shrink q' (and grow c) until every pair holds
-        transformed, c = transformed / worst, c * worst
-    return transformed, np.array([c]), PairReport(total, len(d), len(rows), rounds)
+        objective=lambda delta, g: 0.5 * cp.sum_squares(delta) + cp.square(g),
+    )
 
 
 # -- the l_p utilities of Theorem 2 (part 2) ------------------------------------------------
@@ -484,9 +455,23 @@ def exact_lp_bound(query: Any, metric: DXMetric, n: int, p: float, *, solver: st
     one query). With ``v = c q'`` the constraints read ``|v_i - v_j| <= c d_X(i, j)``, so it
     is an LP in (v, c). Returns ``(q', c, pairs)`` with q' as a (1, N) array.
     """
+    return _single_query_program(
+        query, metric, reduce, solver, "the exact l_p bound", step=1.0,
+        objective=lambda delta, g: float(n) * (cp.norm1(delta) if p == 1 else cp.norm_inf(delta)) + g,
+    )
+
+
+def _single_query_program(query: Any, metric: DXMetric, reduce: bool, solver: str | None, what: str, *, step: float,
+                          objective: Any) -> tuple[np.ndarray, np.ndarray, "PairReport"]:
+    """``min objective(delta, gamma)`` over ``v = unit (target + step delta)``, ``c = unit gamma`` with
+    ``|v_i - v_j| <= c d_X(i, j)`` (pairs reduced and added lazily), for one query; returns ``(q', c, pairs)``.
+
+    ``unit`` is the closed-form scale and ``target = q / unit``, so every term is of order one;
+    q' = v / c is shrunk (and c grown) by any solver-tolerance excess so every pair holds.
+    """
     q = _workload(query, metric)
     if q.shape[0] != 1:
-        raise fail("query", OWNER, "a single query (one row) for the exact l_p bound", q.shape)
+        raise fail("query", OWNER, f"a single query (one row) for {what}", q.shape)
     universe = essential_pairs(metric) if reduce else metric.pairs()
     i, j = universe
     d = metric.matrix[i, j]
@@ -494,16 +479,15 @@ def exact_lp_bound(query: Any, metric: DXMetric, n: int, p: float, *, solver: st
     unit = float(closed_form_scales(q, metric)[0])
     if unit == 0:
         return np.zeros_like(q), np.zeros(1), PairReport(total, len(d), 0, 0)
-    target = q[0] / unit  # v = unit * (target + delta), c = unit * gamma: every term of order one
+    target = q[0] / unit
 
     def solve(rows: np.ndarray) -> tuple[np.ndarray, float]:
         delta = cp.Variable(metric.size, name="delta")
         g = cp.Variable(nonneg=True, name="gamma")
-        gap = target[i[rows]] - target[j[rows]] + delta[i[rows]] - delta[j[rows]]
-        norm = cp.norm1(delta) if p == 1 else cp.norm_inf(delta)
-        program = cp.Problem(cp.Minimize(float(n) * norm + g), [cp.abs(gap) <= g * d[rows]])
-        _run_conic(program, solver, "dx exact l_p bound")
-        return target + np.asarray(delta.value, dtype=float), float(g.value)
+        gap = target[i[rows]] - target[j[rows]] + step * (delta[i[rows]] - delta[j[rows]])
+        program = cp.Problem(cp.Minimize(objective(delta, g)), [cp.abs(gap) <= g * d[rows]])
+        _run_conic(program, solver, f"dx {what}")
+        return target + step * np.asarray(delta.value, dtype=float), float(g.value)
 
     def ratios(candidate: tuple[np.ndarray, float]) -> np.ndarray:
         v, g = candidate
@@ -514,8 +498,8 @@ def exact_lp_bound(query: Any, metric: DXMetric, n: int, p: float, *, solver: st
     if g <= 0:  # no noise: only a constant release is private
         return np.zeros_like(q), np.zeros(1), PairReport(total, len(d), len(rows), rounds)
     transformed = (v / g)[None, :]
-    worst = check_privacy(transformed, metric).worst_ratio
     c = unit * g
+    worst = check_privacy(transformed, metric).worst_ratio
     if worst > 1:  # solver tolerance: shrink q' (and grow c) until every pair holds
         transformed, c = transformed / worst, c * worst
     return transformed, np.array([c]), PairReport(total, len(d), len(rows), rounds)

@@ -163,6 +163,17 @@ def threshold(releases: Any, lower: float, upper: float) -> np.ndarray:
     return np.clip(np.asarray(releases, dtype=float), lo, hi)
 
 
+def _set_bounded(mech: Any, order: float) -> tuple[float, float, float]:
+    """Validate and set a one-statistic bounded mechanism's sensitivity, epsilon, p and bounds."""
+    delta = check_sensitivity(mech.sensitivity, mech.owner)
+    lo, hi = check_real(mech.lower, "lower", mech.owner), check_real(mech.upper, "upper", mech.owner)
+    if hi <= lo:
+        raise fail("upper", mech.owner, f"a float greater than lower = {lo:g}", mech.upper)
+    for name, value in (("sensitivity", delta), ("epsilon", check_epsilon(mech.epsilon, mech.owner)), ("p", order), ("lower", lo), ("upper", hi)):
+        object.__setattr__(mech, name, value)
+    return delta, lo, hi
+
+
 @dataclass(frozen=True, kw_only=True)
 class TruncatedGeneralizedGaussianMechanism:
     """One statistic in ``[lower, upper]`` released from GG(s, b, p) truncated to the bounds (Definition 4).
@@ -179,16 +190,8 @@ class TruncatedGeneralizedGaussianMechanism:
     owner = "truncated generalized gaussian"
 
     def __post_init__(self) -> None:
-        delta = check_sensitivity(self.sensitivity, self.owner)
-        lo, hi = check_real(self.lower, "lower", self.owner), check_real(self.upper, "upper", self.owner)
-        if hi <= lo:
-            raise fail("upper", self.owner, f"a float greater than lower = {lo:g}", self.upper)
-        order = int(_check_p(self.p, self.owner, integer=True))
-        object.__setattr__(self, "sensitivity", delta)
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, self.owner))
-        object.__setattr__(self, "p", order)
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
+        delta, lo, hi = _set_bounded(self, int(_check_p(self.p, self.owner, integer=True)))
+        order = self.p
         scale = truncated_scale(epsilon=self.epsilon, p=order, sensitivities=[delta], widths=[hi - lo])
         object.__setattr__(self, "scale", scale)
 
@@ -474,15 +477,7 @@ class ThresholdedGeneralizedGaussianMechanism:
     owner = "thresholded generalized gaussian"
 
     def __post_init__(self) -> None:
-        delta = check_sensitivity(self.sensitivity, self.owner)
-        lo, hi = check_real(self.lower, "lower", self.owner), check_real(self.upper, "upper", self.owner)
-        if hi <= lo:
-            raise fail("upper", self.owner, f"a float greater than lower = {lo:g}", self.upper)
-        object.__setattr__(self, "sensitivity", delta)
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, self.owner))
-        object.__setattr__(self, "p", _check_p(self.p, self.owner, low=1.0))
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
+        delta, lo, hi = _set_bounded(self, _check_p(self.p, self.owner, low=1.0))
         interior = (utility_sensitivity(self.p, delta, hi - lo) / self.epsilon) ** (1.0 / self.p)
         object.__setattr__(self, "scale", max(interior, self._boundary_scale()))
 
