@@ -34,7 +34,7 @@ from dpopt.dx.metric import DXMetric
 from dpopt.validation import check_real, fail
 
 __all__ = ["SmallDB", "SmallDBPreprocessing", "lipschitz_approximation", "smalldb_gamma", "smalldb_preprocessing", "smalldb_bound",
-           "smalldb_candidate_count", "MAX_SMALLDB_CANDIDATES"]
+           "smalldb_candidate_count", "MAX_SMALLDB_CANDIDATES", "envelope_breakpoints"]
 
 OWNER = "smalldb preprocessing"
 
@@ -77,7 +77,7 @@ class SmallDBPreprocessing:
     attained; when it is below ``objective`` the bound favours no synthetic data at all."""
 
 
-def _envelope_breakpoints(intercepts: np.ndarray, slopes: np.ndarray) -> np.ndarray:
+def envelope_breakpoints(intercepts: np.ndarray, slopes: np.ndarray) -> np.ndarray:
     """Every c >= 0 where ``max(0, max_k b_k - m_k c)`` (all m_k > 0) changes line, and 0.
 
     The convex-hull trick: lines by increasing slope ``-m`` (steepest descent first; equal
@@ -127,7 +127,7 @@ def smalldb_preprocessing(query: Any, metric: DXMetric, n: int, gamma: float) ->
 
     if not live.any():
         raise fail("query", OWNER, "a workload that differs somewhere (a constant one needs no mechanism)", q.shape)
-    candidates = _envelope_breakpoints(gaps[live] / 2, d[i, j][live] / 2)
+    candidates = envelope_breakpoints(gaps[live] / 2, d[i, j][live] / 2)
     candidates = candidates[candidates > 0]  # c = 0 forces c q' = 0; c -> 0+ is the limit reported apart
     values = np.array([total(c) for c in candidates])
     best = float(candidates[int(np.argmin(values))])

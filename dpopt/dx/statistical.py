@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dpopt.dx.smalldb import _envelope_breakpoints, lipschitz_approximation
+from dpopt.dx.smalldb import envelope_breakpoints, lipschitz_approximation
 from dpopt.mechanisms.laplace import laplace_ppf
 from dpopt.sampling import check_count, open_uniforms, resolve_rng
 from dpopt.validation import check_array, check_int, fail
@@ -61,7 +61,7 @@ def marginal_attribute_scale(values: Any, distances: Any, n: int) -> AttributeSc
     limit = float(gaps.max() / 2)
     if not live.any():  # every pair unconstrained: release exactly (c -> 0 with w = u)
         return AttributeScale(u, u.copy(), 0.0, 0.0, limit)
-    points = _envelope_breakpoints(gaps[live] / 2, budget[live] / 2)
+    points = envelope_breakpoints(gaps[live] / 2, budget[live] / 2)
     points = points[points > 0]
     totals = [max(float(np.max((gaps[live] - c * budget[live]) / 2)), 0.0) + c for c in points]
     best = float(points[int(np.argmin(totals))])

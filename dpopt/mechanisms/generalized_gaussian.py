@@ -175,18 +175,25 @@ def _set_bounded(mech: Any, order: float) -> tuple[float, float, float]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TruncatedGeneralizedGaussianMechanism:
+class _BoundedStatistic:
+    """One statistic in ``[lower, upper]`` released with GG noise of order p: the fields both bounded mechanisms share."""
+
+    sensitivity: float
+    epsilon: float
+    p: float
+    lower: float
+    upper: float
+    scale: float = field(init=False)
+    owner = "bounded generalized gaussian"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TruncatedGeneralizedGaussianMechanism(_BoundedStatistic):
     """One statistic in ``[lower, upper]`` released from GG(s, b, p) truncated to the bounds (Definition 4).
 
     ``b`` comes from Eq. (8) with r = 1 (where Eq. 8 and Eq. 9 coincide).
     """
 
-    sensitivity: float
-    epsilon: float
-    p: int
-    lower: float
-    upper: float
-    scale: float = field(init=False)
     owner = "truncated generalized gaussian"
 
     def __post_init__(self) -> None:
@@ -271,9 +278,9 @@ class TruncatedGeneralizedGaussianVector:
     owner = "truncated generalized gaussian vector"
 
     def __post_init__(self) -> None:
-        lo = check_array_1d(self.lowers, "lowers", self.owner)
-        hi = check_array_1d(self.uppers, "uppers", self.owner)
-        deltas = check_array_1d(self.sensitivities, "sensitivities", self.owner)
+        lo = _check_vector(self.lowers, "lowers", self.owner)
+        hi = _check_vector(self.uppers, "uppers", self.owner)
+        deltas = _check_vector(self.sensitivities, "sensitivities", self.owner)
         if not lo.size == hi.size == deltas.size or np.any(hi <= lo) or np.any(deltas <= 0):
             raise fail("uppers", self.owner, "one bound pair and one positive sensitivity per statistic, uppers > lowers", list(self.uppers))
         order = int(_check_p(self.p, self.owner, integer=True))
@@ -287,7 +294,7 @@ class TruncatedGeneralizedGaussianVector:
         return GeneralizedGaussianNoise(scale=self.scale, p=self.p)
 
     def _true(self, values: Any) -> np.ndarray:
-        s = check_array_1d(values, "true_values", self.owner)
+        s = _check_vector(values, "true_values", self.owner)
         if s.size != self.lowers.size or np.any(s < self.lowers) or np.any(s > self.uppers):
             raise fail("true_values", self.owner, f"{self.lowers.size} values inside the box", s.tolist())
         return s
@@ -317,7 +324,7 @@ class TruncatedGeneralizedGaussianVector:
         return np.clip(s + noise.ppf(u), self.lowers, self.uppers)
 
 
-def check_array_1d(value: Any, parameter: str, owner: str) -> np.ndarray:
+def _check_vector(value: Any, parameter: str, owner: str) -> np.ndarray:
     """A finite 1-d float array (one entry per statistic)."""
     return check_array(value, parameter, owner, ndim=1, max_abs=1e12)
 
@@ -449,7 +456,7 @@ def exponential_scale(delta_u: float, epsilon: float, p: float) -> float:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ThresholdedGeneralizedGaussianMechanism:
+class ThresholdedGeneralizedGaussianMechanism(_BoundedStatistic):
     """One statistic in ``[lower, upper]``: ``clip(s + GG(0, b, p), lower, upper)`` with b for epsilon-DP.
 
     The release (Liu Eq. 10) has the GG density inside the bounds and point masses
@@ -468,12 +475,6 @@ class ThresholdedGeneralizedGaussianMechanism:
     ``s_k - c_k0``; the upper bound needs ``c_k1 - s_k``, which by symmetry gives Eq. 13's b).
     """
 
-    sensitivity: float
-    epsilon: float
-    p: float
-    lower: float
-    upper: float
-    scale: float = field(init=False)
     owner = "thresholded generalized gaussian"
 
     def __post_init__(self) -> None:

@@ -45,9 +45,7 @@ from dpopt.programs.noise_adding import (
     build_grid_program,
     build_noise_program,
     grid_functionals,
-    grid_privacy_matrix,
     grid_rows,
-    grid_shifts,
     mass_vector,
     repair_cells,
     repair_window,
@@ -272,15 +270,13 @@ def solve_grid_lp(problem: NeighbouringSetNoise, solver: str | None, repair: boo
     """The grid LP, repaired by the least mix with a strictly private member of its family."""
     shifts = symmetric_shifts(problem.neighbouring_set)
     d, grid, cells = problem.sensitivity, problem.grid, problem.grid * problem.window
-    program, p = build_grid_program(shifts, d, problem.epsilon, grid, problem.window, problem.power)
-    info = run_program(program, solver=solver, owner="noise_adding lp")
-    mass, _ = grid_functionals(cells, grid, d / grid, problem.alpha, problem.power)
+    built = build_grid_program(shifts, d, problem.epsilon, grid, problem.window, problem.power)
+    info = run_program(built.program, solver=solver, owner="noise_adding lp")
     if repair:
-        rows = grid_privacy_matrix(cells, grid, problem.alpha, grid_shifts(shifts, d / grid), float(np.exp(problem.epsilon)))
-        values, weight = repair_cells(p.value, rows, mass, strictly_private_cells(cells, grid, problem.epsilon))
+        values, weight = repair_cells(built.p.value, built.rows, built.mass, strictly_private_cells(cells, grid, problem.epsilon))
     else:
-        values, weight = np.clip(p.value, 0.0, None), 0.0
-        values = values / (mass @ values)
+        values, weight = np.clip(built.p.value, 0.0, None), 0.0
+        values = values / (built.mass @ values)
     solution = _real_solution(problem, grid_noise(problem, values), "lp", mixing_weight=weight, solver=info.solver,
                               status=info.status, grid=grid, window=problem.window, cell_density=values.tolist())
     solution.details["solver_objective"] = info.objective

@@ -15,6 +15,8 @@ loops over entries.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cvxpy as cp
 import numpy as np
 from scipy import sparse
@@ -22,7 +24,7 @@ from scipy import sparse
 from dpopt.mechanisms.integer_noise import tail_sums
 from dpopt.problems.noise_adding import NoiseAdding
 
-__all__ = ["build_noise_program", "extension_matrix", "cost_vector", "build_grid_program", "grid_shifts", "repair_cells"]
+__all__ = ["build_noise_program", "extension_matrix", "cost_vector", "build_grid_program", "GridProgram", "grid_shifts", "repair_cells"]
 
 
 def extension_matrix(m: int, period: int, decay: float) -> sparse.csr_array:
@@ -183,13 +185,23 @@ def grid_functionals(cells: int, period: int, step: float, decay: float, power: 
     return mass, cost
 
 
-def build_grid_program(shifts: np.ndarray, sensitivity: float, epsilon: float, grid: int, window: int, power: int) -> tuple[cp.Problem, cp.Variable]:
+@dataclass(frozen=True)
+class GridProgram:
+    """The grid LP, its cell variable, and the privacy rows and mass it was built from (the repair reuses them)."""
+
+    program: cp.Problem
+    p: cp.Variable
+    rows: sparse.csr_array
+    mass: np.ndarray
+
+
+def build_grid_program(shifts: np.ndarray, sensitivity: float, epsilon: float, grid: int, window: int, power: int) -> GridProgram:
     """The LP over densities constant on cells of width ``Delta / grid`` on ``[0, window Delta)``, tail periodic."""
     cells, step, decay = grid * window, sensitivity / grid, float(np.exp(-epsilon))
     p = cp.Variable(cells, nonneg=True, name="p")
     mass, cost = grid_functionals(cells, grid, step, decay, power)
     rows = grid_privacy_matrix(cells, grid, decay, grid_shifts(shifts, step), float(np.exp(epsilon)))
-    return cp.Problem(cp.Minimize(cost @ p), [rows @ p <= 0, mass @ p == 1]), p
+    return GridProgram(cp.Problem(cp.Minimize(cost @ p), [rows @ p <= 0, mass @ p == 1]), p, rows, mass)
 
 
 def grid_rows(shifts: np.ndarray, sensitivity: float, grid: int, window: int) -> int:
