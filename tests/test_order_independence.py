@@ -30,6 +30,7 @@ FILES = (
     "randomized_response.toml",
     "multi_level_release.toml",
     "noise_adding_staircase.toml",
+    "noise_adding_neighbouring_set.toml",
     "calibration_gaussian_analytic.toml",
     "dx_example1.toml",
     "finite_query_explicit.toml",
