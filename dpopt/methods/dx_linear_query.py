@@ -17,9 +17,11 @@ Laplace mechanism, and a certificate: the all-pairs check
   falls back to it for K > 1, where (6) is non-convex.
 * ``exact_l1``, ``exact_linf`` -- Theorem 2 part 2's bounds ``n ||c (.) Q' - Q||_p + E||Y||_p``
   for p = 1 and inf, minimised exactly: for one query with q' free (an LP in v = c q' and
-  c); ``exact_l1`` for several queries within ``c Q' = Q`` (convex in 1/c; with Q' free
-  the bound is not jointly convex). The bound is in ``parameters["l1_bound"]`` /
-  ``["linf_bound"]``; ``objective`` stays (6)'s, so every route is compared on one scale.
+  c); for several queries within ``c Q' = Q`` (convex in 1/c; with Q' free the bound is
+  not jointly convex): ``exact_l1`` as a conic program, ``exact_linf`` (E||Y||_inf has no
+  disciplined-convex form) by SLSQP with exact gradients and a certified first-order lower
+  bound in ``parameters["linf_lower_bound"]`` (:mod:`dpopt.dx.linf`). The bound is in
+  ``parameters["l1_bound"]`` / ``["linf_bound"]``; ``objective`` stays (6)'s, so every route is compared on one scale.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 
 from dpopt.certificates import Certificate
 from dpopt.dx.evaluation import improvement_factor
+from dpopt.dx.linf import exact_linf_scales
 from dpopt.dx.mechanisms import DXLaplaceMechanism
 from dpopt.dx.scales import (
     alternating,
@@ -183,12 +186,18 @@ def solve_exact_l1(problem: DXLinearQuery, solver: str | None, repair: bool) -> 
                        extra={**report.to_dict(), **_lp_details(problem, transformed, c, 1)})
 
 
-@register(KIND, "exact_linf", exact=False, applies=_single, uses_solver=True, cost=lambda p: 65.0 * _size(p), memory=_program_memory,
-          summary="exact optimum of Theorem 2's l_inf bound n||c q' - q||_inf + c for one query (q' free, an LP)")
+@register(KIND, "exact_linf", exact=False, uses_solver=True, cost=lambda p: 65.0 * _size(p) * max(1, p.queries), memory=_program_memory,
+          summary="exact optimum of Theorem 2's l_inf bound: one query n||c q' - q||_inf + c (q' free, an LP); "
+                  "several: E||Y||_inf within c Q' = Q (convex, SLSQP with a certified first-order bound)")
 def solve_exact_linf(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
-    transformed, c, report = exact_lp_bound(problem.matrix, problem.metric, problem.n, np.inf, solver=solver)
-    return dx_solution(problem, transformed, c, "exact_linf", solver=solver or "CLARABEL",
-                       extra={**report.to_dict(), **_lp_details(problem, transformed, c, np.inf)})
+    if _single(problem):
+        transformed, c, report = exact_lp_bound(problem.matrix, problem.metric, problem.n, np.inf, solver=solver)
+        return dx_solution(problem, transformed, c, "exact_linf", solver=solver or "CLARABEL",
+                           extra={**report.to_dict(), **_lp_details(problem, transformed, c, np.inf)})
+    result = exact_linf_scales(problem.matrix, problem.metric)
+    transformed = _transformed(problem, result.scales)
+    return dx_solution(problem, transformed, result.scales, "exact_linf", solver="HIGHS",
+                       extra={**result.to_dict(), **_lp_details(problem, transformed, result.scales, np.inf)})
 
 
 @register(KIND, "exact_improvement", exact=False, uses_solver=True, cost=lambda p: 50.0 * _size(p), memory=_program_memory,
