@@ -31,7 +31,7 @@ PROBLEM_KINDS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "count_query": (CountQuery, ("n", "alpha", "epsilon", "loss", "side_information")),
     "multi_level_release": (MultiLevelRelease, ("n", "alphas", "epsilons")),
     "noise_adding": (NoiseAdding, ("sensitivity", "epsilon", "alpha", "cost", "window")),
-    "dx_linear_query": (DXLinearQuery, ("n", "query", "metric", "histogram")),
+    "dx_linear_query": (DXLinearQuery, ("n", "query", "metric", "histogram", "synthetic_size", "beta")),
     "calibration": (Calibration, ("mechanism", "epsilon", "alpha", "delta", "sensitivity", "p", "lower", "upper")),
     "finite_query": (FiniteQuery, ("universe", "epsilon", "alpha", "loss", "outputs", "objective", "prior", "side_information",
                                    "privacy", "calibrate_shortcuts", "delta", "gamma", "important", "penalty")),

@@ -46,6 +46,8 @@ METHOD_EXAMPLES = {
     ("noise_adding", "compositional"): lambda: dpopt.NeighbouringSetNoise(neighbouring_set=[[0, 1], [5, 6]], epsilon=0.8, delta=0.5),
     ("dx_linear_query", "closed_form"): lambda: DXLinearQuery(n=50, query=[0.1, 0.5, 0.9], metric={"type": "uniform", "epsilon": 0.5}, histogram=[10, 20, 20]),
     ("dx_linear_query", "exact_surrogate"): lambda: DXLinearQuery(n=50, query=[0.1, 0.5, 0.9], metric={"type": "uniform", "epsilon": 0.5}, histogram=[10, 20, 20]),
+    ("dx_linear_query", "smalldb_preprocessing"): lambda: DXLinearQuery(n=50, query=[0.1, 0.5, 0.9], metric={"type": "uniform", "epsilon": 0.5},
+                                                                      histogram=[10, 20, 20], synthetic_size=2),
     ("dx_linear_query", "exact_linf"): lambda: DXLinearQuery(n=50, query=[0.1, 0.5, 0.9], metric={"type": "uniform", "epsilon": 0.5}, histogram=[10, 20, 20]),
 }
 #: Kinds whose answer is a formula's parameters, not an optimisation: no program, no matrix.

@@ -35,7 +35,8 @@ import numpy as np
 from dpopt.certificates import Certificate
 from dpopt.dx.evaluation import improvement_factor
 from dpopt.dx.linf import exact_linf_scales
-from dpopt.dx.mechanisms import DXLaplaceMechanism
+from dpopt.dx.mechanisms import DXLaplaceMechanism, check_histogram
+from dpopt.dx.smalldb import SmallDB, smalldb_bound, smalldb_gamma, smalldb_preprocessing
 from dpopt.dx.scales import (
     alternating,
     check_privacy,
@@ -53,7 +54,7 @@ from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.export import StoredSolution
 from dpopt.limits import MAX_MAGNITUDE
 from dpopt.registry import register, register_reader
-from dpopt.validation import check_array
+from dpopt.validation import check_array, check_real
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution
 
@@ -207,11 +208,65 @@ def solve_exact_improvement(problem: DXLinearQuery, solver: str | None, repair: 
     return dx_solution(problem, _transformed(problem, c), c, "exact_improvement", solver=solver or "CLARABEL", extra=report.to_dict())
 
 
+# -- SmallDB (Algorithm 1) with problem (8)'s exact pre-processing ----------------------------
+
+
+def smalldb_solution(problem: DXLinearQuery, transformed: np.ndarray, scale: float, method: str, *, extra: dict[str, Any] | None = None) -> Solution:
+    """Certify Theorem 5's condition (every q' 1-Lipschitz for d_X) on all pairs and wrap (Q', c)
+    with SmallDB as its release: ``sample(histogram)`` answers ``c (n/m) Q' y`` for a synthetic
+    database y of m = ``problem.synthetic_size`` records drawn by the exponential mechanism."""
+    i, j = problem.metric.pairs()
+    d = problem.metric.matrix[i, j]
+    spread = np.abs(transformed[:, i] - transformed[:, j]).max(axis=0)
+    ratio = np.where(np.isfinite(d), spread / np.where(np.isfinite(d) & (d > 0), d, 1.0), 0.0)
+    worst = int(np.argmax(ratio)) if ratio.size else 0
+    cert = Certificate.measured(
+        float(ratio[worst]) if ratio.size else 0.0, 1.0, (int(i[worst]), int(j[worst]), 0) if ratio.size else (0, 0, 0), 0.0, 0.0,
+        method=f"measured: max_k |q'_k(i) - q'_k(j)| / d_X(i, j) over all {ratio.size} pairs (Theorem 5, target 1)",
+    )
+    mechanism: list[SmallDB] = []
+
+    def sampler(histogram: Any, count: int, source: RandomSource) -> np.ndarray:
+        if not mechanism:  # refuses a candidate count beyond MAX_SMALLDB_CANDIDATES, and re-checks Theorem 5
+            mechanism.append(SmallDB(transformed, scale, problem.metric, problem.synthetic_size))
+        x = check_histogram(problem.histogram if histogram is None else histogram, problem.metric.size, KIND)
+        return mechanism[0].answers(mechanism[0].sample(x, count, rng=source), float(x.sum()))
+
+    parameters: dict[str, Any] = {"scale": float(scale), "gamma": float(smalldb_gamma(problem.metric.size, problem.queries, problem.beta)), **(extra or {})}
+    if problem.metric.size * problem.queries <= 10_000:
+        parameters["transformed_query"] = transformed.tolist()
+    return Solution(
+        problem=problem, method=method, exact=True, solver="none", status="closed_form", seconds=0.0,
+        objective=smalldb_bound(transformed, scale, problem.matrix, problem.n, parameters["gamma"]),
+        certificate=cert, parameters=parameters, sampler=sampler,
+        details={"transformed": transformed, "scale": float(scale)},
+    )
+
+
+@register(KIND, "smalldb_preprocessing", exact=False, uses_solver=False, cost=lambda p: 5.0 * _size(p),
+          applies=lambda p: p.synthetic_size is not None,
+          summary="problem (8) at its global optimum (envelope breakpoints) and SmallDB (Algorithm 1) as the release "
+                  "(needs synthetic_size); objective: Theorem 6's error bound, not (6)")
+def solve_smalldb_preprocessing(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
+    gamma = smalldb_gamma(problem.metric.size, problem.queries, problem.beta)
+    result = smalldb_preprocessing(problem.matrix, problem.metric, problem.n, gamma)
+    return smalldb_solution(problem, result.transformed, result.scale, "smalldb_preprocessing",
+                            extra={"limit_at_zero": result.limit_at_zero, "breakpoints_tried": result.candidates})
+
+
 @register_reader(KIND)
 def read_dx_linear_query(problem: DXLinearQuery, stored: StoredSolution) -> Solution:
     """Re-check stored scales c and Q' against every pair of the problem's metric."""
     params, summary = stored.meta["parameters"], stored.summary
+    if "transformed_query" not in params:
+        raise stored.fail("it has no transformed_query (only workloads with K N <= 10,000 are exported with Q')")
     transformed = check_array(params["transformed_query"], "transformed_query", KIND, ndim=2, max_abs=MAX_MAGNITUDE)
+    if summary["method"] == "smalldb_preprocessing":
+        scale = check_real(params["scale"], "scale", KIND, low=0.0, low_open=True, high=MAX_MAGNITUDE)
+        if transformed.shape != problem.matrix.shape:
+            raise stored.fail(f"its Q' does not have the workload's shape (K = {problem.queries}, N = {problem.metric.size})")
+        solution = smalldb_solution(problem, transformed, scale, summary["method"])
+        return dataclasses.replace(solution, exact=bool(summary["exact"]), status=str(summary["status"]))
     scales = check_array(params["scales"], "scales", KIND, ndim=1, low=0.0, max_abs=MAX_MAGNITUDE)
     if transformed.shape != problem.matrix.shape or scales.shape != (problem.queries,):
         raise stored.fail(f"its scales and Q' do not have the workload's shape (K = {problem.queries}, N = {problem.metric.size})")

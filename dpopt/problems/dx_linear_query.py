@@ -10,7 +10,7 @@ import numpy as np
 
 from dpopt.dx.metric import DXMetric
 from dpopt.limits import MAX_MAGNITUDE
-from dpopt.validation import check_array, check_int, fail
+from dpopt.validation import check_array, check_int, check_real, fail
 
 __all__ = ["DXLinearQuery", "metric_from_spec", "METRIC_TYPES"]
 
@@ -84,12 +84,21 @@ class DXLinearQuery:
         d_X on the N elements (see :data:`METRIC_TYPES`).
     histogram : sequence of int, optional
         The records' counts per element (sum n), used by ``sample``.
+    synthetic_size : int, optional
+        SmallDB's m (Algorithm 1: synthetic databases of m records), which the
+        ``smalldb_preprocessing`` route needs to release; every one of the
+        ``C(N + m - 1, m)`` candidates is enumerated, so m is checked against
+        :data:`dpopt.dx.smalldb.MAX_SMALLDB_CANDIDATES` when that route runs.
+    beta : float
+        SmallDB's failure probability in Theorem 6's ``gamma`` (default 0.05).
     """
 
     n: int
     query: Any
     metric: Any
     histogram: Any = None
+    synthetic_size: Any = None
+    beta: Any = 0.05
     matrix: np.ndarray = field(init=False, repr=False)
 
     kind = KIND
@@ -114,6 +123,9 @@ class DXLinearQuery:
             if h.shape != (metric.size,) or h.sum() != n:
                 raise fail("histogram", KIND, f"{metric.size} non-negative integer counts summing to n = {n}", self.histogram)
             object.__setattr__(self, "histogram", h.astype(int))
+        if self.synthetic_size is not None:
+            object.__setattr__(self, "synthetic_size", check_int(self.synthetic_size, "synthetic_size", KIND, low=1, high=MAX_RECORDS))
+        object.__setattr__(self, "beta", check_real(self.beta, "beta", KIND, low=0.0, high=1.0, low_open=True, high_open=True))
         q.setflags(write=False)
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "matrix", q)
@@ -143,6 +155,10 @@ class DXLinearQuery:
         }
         if self.histogram is not None:
             data["histogram"] = self.histogram.tolist()
+        if self.synthetic_size is not None:
+            data["synthetic_size"] = self.synthetic_size
+        if self.beta != 0.05:
+            data["beta"] = self.beta
         return data
 
     def __repr__(self) -> str:

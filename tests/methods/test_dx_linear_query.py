@@ -135,3 +135,59 @@ def test_l1_route_for_several_queries_is_exact_within_c_q_equals_q():
     assert own.certificate.ok
     for other in ("strategy1", "strategy2", "psa", "exact"):
         assert own.details["scales"].sum() <= dpopt.solve(problem, other).details["scales"].sum() * (1 + 1e-6)
+
+
+# -- SmallDB with problem (8)'s exact pre-processing as a route -----------------------------------
+
+
+def _smalldb_problem(**extra):
+    return DXLinearQuery(n=20, query=[[0.1, 0.5, 0.9, 0.3], [1.0, 0.0, 1.0, 0.0]], histogram=[5, 7, 3, 5],
+                         metric={"type": "euclidean", "coordinates": [[0, 0], [1, 0], [0, 2], [3, 3]], "epsilon": 0.8}, **extra)
+
+
+def test_smalldb_route_is_problem_8_certified_by_theorem_5_and_releases_smalldb_answers():
+    from dpopt.dx.smalldb import SmallDB, smalldb_bound, smalldb_gamma, smalldb_preprocessing
+
+    problem = _smalldb_problem(synthetic_size=3, beta=0.1)
+    solution = dpopt.solve(problem, "smalldb_preprocessing")
+    gamma = smalldb_gamma(4, 2, 0.1)
+    direct = smalldb_preprocessing(problem.matrix, problem.metric, problem.n, gamma)
+    assert solution.certificate.ok and solution.parameters["gamma"] == pytest.approx(gamma)
+    assert solution.objective == pytest.approx(direct.objective, rel=1e-12)
+    assert solution.objective == pytest.approx(smalldb_bound(direct.transformed, direct.scale, problem.matrix, problem.n, gamma), rel=1e-12)
+    released = solution.sample(None, 400, rng=5)
+    # every release is c (n/m) Q' y for an enumerated synthetic database y
+    mechanism = SmallDB(direct.transformed, direct.scale, problem.metric, 3)
+    possible = {tuple(np.round(row, 9)) for row in mechanism.answers(mechanism.candidates(), 20.0)}
+    assert released.shape == (400, 2) and all(tuple(np.round(row, 9)) in possible for row in released)
+    np.testing.assert_array_equal(released, solution.sample(None, 400, rng=5))
+
+
+def test_smalldb_route_refuses_to_release_without_m_or_beyond_enumeration():
+    from dpopt.validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="method"):  # SmallDB needs its m: the route does not apply
+        dpopt.solve(_smalldb_problem(), "smalldb_preprocessing")
+    with pytest.raises(InvalidParameterError, match="synthetic_size"):
+        dpopt.solve(_smalldb_problem(synthetic_size=2000), "smalldb_preprocessing").sample(None, 1, rng=0)
+    for field, value in (("synthetic_size", 0), ("beta", 1.0), ("beta", float("nan"))):
+        with pytest.raises(InvalidParameterError, match=field):
+            _smalldb_problem(**{field: value})
+
+
+def test_smalldb_export_reads_back_and_an_edit_that_breaks_theorem_5_is_never_sampled(tmp_path):
+    import json
+
+    from dpopt.export import ExportFileError, read_solution
+
+    solution = dpopt.solve(_smalldb_problem(synthetic_size=2), "smalldb_preprocessing")
+    path = tmp_path / "smalldb.json"
+    solution.export(path)
+    back = read_solution(path)
+    assert back.certificate.ok and back.objective == pytest.approx(solution.objective, rel=1e-12)
+    np.testing.assert_array_equal(back.sample(None, 30, rng=2), solution.sample(None, 30, rng=2))
+    data = json.loads(path.read_text())
+    data["parameters"]["transformed_query"][0][0] += 50.0  # no longer 1-Lipschitz
+    path.write_text(json.dumps(data))
+    with pytest.raises(ExportFileError):
+        read_solution(path)
