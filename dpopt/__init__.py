@@ -16,6 +16,7 @@ from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.problems.finite_query import FiniteQuery
 from dpopt.problems.multi_level import MultiLevelRelease
 from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
+from dpopt.problems.statistical_query import StatisticalQuery
 from dpopt.registry import compare, compare_table, methods_for, price_of_closed_form, solve
 from dpopt.solution import Solution
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError
@@ -33,6 +34,7 @@ __all__ = [
     "NoiseAdding",
     "Solution",
     "SolverError",
+    "StatisticalQuery",
     "certify",
     "compare",
     "compare_table",

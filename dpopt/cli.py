@@ -27,6 +27,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 from dpopt.export import check_export_path
 from dpopt.problem_files import load_problem
 from dpopt.registry import compare, solve
+from dpopt.solution import DATA_KINDS
 from dpopt.limits import MAX_RELEASES
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError, check_int
 
@@ -66,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     sample_cmd = commands.add_parser("sample", help="draw releases from the solved, certified mechanism")
     sample_cmd.add_argument("problem", metavar="PROBLEM.toml")
     sample_cmd.add_argument("--true-value", type=_finite_float, default=None, dest="true_value",
-                            help="the true answer (required except for dx_linear_query, which uses the file's histogram)")
+                            help="the true answer (required except for dx_linear_query and statistical_query, which use the file's histogram or rows)")
     sample_cmd.add_argument("--count", type=int, default=1, help=f"number of releases, 1..{MAX_RELEASES:,}")
     source = sample_cmd.add_mutually_exclusive_group()
     source.add_argument("--seed", type=int, default=None)
@@ -147,7 +148,7 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [
         {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate")}
         | {
-            "true_value": "histogram in the problem file" if true_value is None else true_value,
+            "true_value": f"{DATA_KINDS[problem.kind]} in the problem file" if true_value is None else true_value,
             "count": count,
             "seed": args.seed,
             "source": "secrets" if args.secure else "numpy.random.Generator(PCG64)",
@@ -158,11 +159,12 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def _true_value(problem: Any, value: float | None) -> Any:
     """The sample command's true value: an integer where the problem's inputs are integers."""
-    if problem.kind == "dx_linear_query":
+    if problem.kind in DATA_KINDS:
+        data = DATA_KINDS[problem.kind]
         if value is not None:
-            raise InvalidParameterError("true-value", "dpopt sample", "omitted for dx_linear_query (releases use the file's histogram)", value)
-        if problem.histogram is None:
-            raise InvalidParameterError("histogram", "dpopt sample", "given in the problem file (the records' counts per element)", None)
+            raise InvalidParameterError("true-value", "dpopt sample", f"omitted for {problem.kind} (releases use the file's {data})", value)
+        if getattr(problem, data) is None:
+            raise InvalidParameterError(data, "dpopt sample", "given in the problem file (the dataset to release for)", None)
         return None
     if value is None:
         raise InvalidParameterError("true-value", "dpopt sample", "given (--true-value V)", None)

@@ -19,6 +19,7 @@ from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.problems.finite_query import FiniteQuery
 from dpopt.problems.multi_level import MultiLevelRelease
 from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
+from dpopt.problems.statistical_query import StatisticalQuery
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
 from dpopt.validation import fail, read_text_file
 
@@ -32,6 +33,7 @@ PROBLEM_KINDS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "multi_level_release": (MultiLevelRelease, ("n", "alphas", "epsilons")),
     "noise_adding": (NoiseAdding, ("sensitivity", "epsilon", "alpha", "cost", "window")),
     "dx_linear_query": (DXLinearQuery, ("n", "query", "metric", "histogram", "synthetic_size", "beta")),
+    "statistical_query": (StatisticalQuery, ("n", "values", "epsilons", "budget", "matrices", "rows")),
     "calibration": (Calibration, ("mechanism", "epsilon", "alpha", "delta", "sensitivity", "p", "lower", "upper")),
     "finite_query": (FiniteQuery, ("universe", "epsilon", "alpha", "loss", "outputs", "objective", "prior", "side_information",
                                    "privacy", "calibrate_shortcuts", "delta", "gamma", "important", "penalty")),

@@ -15,7 +15,10 @@ from dpopt.mechanisms.factored import FactoredMechanism
 from dpopt.sampling import RandomSource, check_count, resolve_rng, sample_row
 from dpopt.validation import check_int, check_real, fail
 
-__all__ = ["Solution", "mechanism_frame"]
+__all__ = ["Solution", "mechanism_frame", "DATA_KINDS"]
+
+#: Kinds released on a dataset rather than a true value: kind -> the problem field holding it.
+DATA_KINDS: dict[str, str] = {"dx_linear_query": "histogram", "statistical_query": "rows"}
 
 Sampler = Callable[[int, int, RandomSource], np.ndarray]
 
@@ -159,8 +162,8 @@ class Solution:
             Released values (column labels); for multi-level releases an array
             of shape (count, k), one column per level.
         """
-        if self.kind == "dx_linear_query":
-            row = true_value  # a histogram (None: the problem's own); the sampler validates it
+        if self.kind in DATA_KINDS:
+            row = true_value  # a dataset (None: the problem's own); the sampler validates it
             rows: list[Any] = []
         elif self.parameters is not None or self.integer_inputs:
             # additive mechanisms accept any true value (an integer for integer noise)

@@ -34,6 +34,8 @@ FILES = (
     "calibration_gaussian_analytic.toml",
     "dx_example1.toml",
     "finite_query_explicit.toml",
+    "statistical_marginal.toml",
+    "dx_smalldb.toml",
 )
 #: Objectives of one deterministic method agree to this relative tolerance across runs.
 RTOL = 1e-9

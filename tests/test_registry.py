@@ -7,6 +7,7 @@ import dpopt
 from dpopt.problem_files import load_problem
 from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.registry import REGISTRY, methods_for
+from dpopt.solution import DATA_KINDS
 from dpopt.validation import InvalidParameterError
 from tests.conftest import PROBLEMS
 
@@ -18,6 +19,10 @@ EXAMPLES = {
     "dx_linear_query": lambda: DXLinearQuery(
         n=50, query=[[0.1, 0.5, 0.9, 0.3], [1.0, 0.0, 1.0, 0.0]], histogram=[10, 20, 15, 5],
         metric={"type": "euclidean", "coordinates": [[0, 0], [1, 0], [0, 2], [3, 3]], "epsilon": 0.5},
+    ),
+    "statistical_query": lambda: dpopt.StatisticalQuery(
+        n=4, values=[[0, 1], [0, 5, 6]], epsilons=[0.7, 0.9], budget="matrix",
+        matrices=[[[0, 1], [1, 0]], [[0, 1, 1], [1, 0, 0.1], [1, 0.1, 0]]], rows=[[0, 5], [1, 6], [1, 0], [0, 0]],
     ),
     "finite_query": lambda: dpopt.FiniteQuery(
         universe={"type": "explicit", "values": [0, 1, 3, 3, 6], "neighbours": [[0, 1], [1, 2], [1, 3], [2, 4], [3, 4]]},
@@ -34,6 +39,8 @@ BAD_PRIVACY = {
         dict(universe={"type": "explicit", "values": [0, 1], "neighbours": [[0, 1]]}, alpha=1.0),
         dict(universe={"type": "explicit", "values": [0, 1], "neighbours": [[0, 1]]}),
     ],
+    "statistical_query": [dict(n=3, values=[[0, 1]], epsilons=[0.0]), dict(n=3, values=[[0, 1]], epsilons=[-1.0]),
+                          dict(n=3, values=[[0, 1]], epsilons=[float("nan")])],
     "dx_linear_query": [
         dict(n=5, query=[0.0, 1.0], metric={"type": "uniform", "epsilon": -1.0}),
         dict(n=5, query=[0.0, 1.0], metric={"type": "euclidean", "coordinates": [[0, 0], [1, 1]], "epsilon": 0.0}),
@@ -51,7 +58,7 @@ METHOD_EXAMPLES = {
     ("dx_linear_query", "exact_linf"): lambda: DXLinearQuery(n=50, query=[0.1, 0.5, 0.9], metric={"type": "uniform", "epsilon": 0.5}, histogram=[10, 20, 20]),
 }
 #: Kinds whose answer is a formula's parameters, not an optimisation: no program, no matrix.
-PARAMETER_KINDS = {"calibration", "dx_linear_query"}
+PARAMETER_KINDS = {"calibration", "dx_linear_query", "statistical_query"}
 dpopt.registry._load_methods()
 CASES = [(kind, name) for kind in sorted(REGISTRY) for name in sorted(REGISTRY[kind])]
 
@@ -78,7 +85,7 @@ def test_method_contract(kind, name):
             assert certify_finite(problem, x).ok
         else:
             assert dpopt.certify(x, problem.epsilon).ok
-    true_value = None if kind == "dx_linear_query" else 1  # d_X releases use the problem's histogram
+    true_value = None if kind in DATA_KINDS else 1  # d_X and statistical releases use the problem's dataset
     np.testing.assert_array_equal(solution.sample(true_value, 20, rng=9), solution.sample(true_value, 20, rng=9))
     summary = solution.summary()
     for key in ("kind", "method", "solver", "status", "objective", "seconds", "alpha", "epsilon", "certificate"):

@@ -39,7 +39,7 @@ from dpopt.dx.scales import (
 )
 from dpopt.validation import SolverError
 
-__all__ = ["LinfScales", "expected_max", "expected_max_gradient", "exact_linf_scales"]
+__all__ = ["LinfScales", "exact_linf_scales", "expected_max", "expected_max_gradient"]
 
 OWNER = "dx exact_linf"
 #: Relative accuracy of the quadratures for g and its gradient.

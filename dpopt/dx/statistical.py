@@ -20,8 +20,9 @@ breakpoint of E, or in the limit c -> 0+ (a constant release at the midpoint, er
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from dpopt.mechanisms.laplace import laplace_ppf
 from dpopt.sampling import check_count, open_uniforms, resolve_rng
 from dpopt.validation import check_array, check_int, fail
 
-__all__ = ["AttributeScale", "marginal_attribute_scale", "MarginalRelease"]
+__all__ = ["MAX_JOINT_ROWS", "AttributeScale", "MarginalRelease", "joint_map_error", "marginal_attribute_scale"]
 
 OWNER = "statistical query"
 
@@ -53,6 +54,7 @@ def marginal_attribute_scale(values: Any, distances: Any, n: int) -> AttributeSc
     rows = check_int(n, "n", OWNER, low=1)
     if d.shape != (u.size, u.size) or u.size < 2 or not np.allclose(d, d.T) or np.any(np.diag(d) != 0):
         raise fail("distances", OWNER, f"a symmetric {u.size} x {u.size} metric with a zero diagonal on at least 2 values", d.shape)
+    d = metric_closure(d)
     i, j = np.triu_indices(u.size, 1)
     gaps, budget = np.abs(u[i] - u[j]), rows * d[i, j]
     if np.any((gaps > 0) & (budget == 0)):
@@ -67,6 +69,22 @@ def marginal_attribute_scale(values: Any, distances: Any, n: int) -> AttributeSc
     best = float(points[int(np.argmin(totals))])
     w, _ = lipschitz_approximation(u, np.where(np.isfinite(d), d, 1e300) * rows, best)
     return AttributeScale(u, w / best, best, float(min(totals)), limit)
+
+
+def metric_closure(distances: np.ndarray) -> np.ndarray:
+    """The largest metric below ``distances`` (shortest paths).
+
+    Theorem 10's constraints ``|w_u - w_v| <= L d(u, v)`` for every pair imply them along every
+    path, so they define the same set of maps with d or with its closure: (14) is unchanged,
+    and McShane-Whitney's formula, which needs the triangle inequality, becomes exact for
+    budgets that are not metrics.
+    """
+    from scipy.sparse.csgraph import shortest_path
+
+    finite = np.where(np.isfinite(distances), distances, 0.0)  # 0 = no edge for csgraph
+    closure = shortest_path(finite, directed=False)
+    closure[np.isinf(distances) & np.isinf(closure)] = np.inf
+    return np.minimum(closure, distances)
 
 
 @dataclass(frozen=True)
@@ -85,8 +103,11 @@ class MarginalRelease:
         for k, (attribute, d) in enumerate(zip(self.attributes, self.distances)):
             i, j = np.triu_indices(attribute.values.size, 1)
             spread = np.abs(attribute.mapped[i] - attribute.mapped[j])
-            if attribute.scale > 0 and np.any(spread > self.n * np.asarray(d)[i, j] * (1 + 1e-9)):
+            budget = self.n * np.asarray(d, dtype=float)[i, j]
+            if attribute.scale > 0 and np.any(spread > budget * (1 + 1e-9)):
                 raise fail("attributes", OWNER, f"Theorem 10's condition on attribute {k}: |u' - v'| <= n d(u, v)", k)
+            if attribute.scale == 0 and np.any((spread > 0) & np.isfinite(budget)):  # released without noise
+                raise fail("attributes", OWNER, f"a map constant on attribute {k} wherever d is finite (its scale is 0)", k)
 
     def _mapped_mean(self, rows: np.ndarray) -> np.ndarray:
         columns = []
@@ -109,7 +130,43 @@ class MarginalRelease:
             raise fail("rows", OWNER, f"{self.n} rows of {len(self.attributes)} attributes", data.shape)
         count = check_count(count, OWNER)
         c = np.array([a.scale for a in self.attributes])
-        centre = c * self._mapped_mean(data)
+        mean = self._mapped_mean(data)
+        centre = np.where(c > 0, c * mean, mean)  # c = 0: u' is released exactly (private only if constant)
         source = resolve_rng(rng, secure=secure)
         noise = laplace_ppf(open_uniforms(source, count * c.size).reshape(count, c.size), np.where(c > 0, c, 1.0))
         return centre + np.where(c > 0, noise, 0.0)
+
+
+#: The largest product universe (prod_i |X_i|) :func:`joint_map_error` writes out (pairs: its square).
+MAX_JOINT_ROWS = 400
+
+
+def joint_map_error(values: Sequence[Any], distances: Sequence[Any], n: int, scales: Any) -> float:
+    """Problem (13) at fixed scales c over *joint* maps: the smallest ``max_u ||c (.) u' - u||_1``.
+
+    Here u' may depend on the whole row u (not attribute by attribute); Theorem 10's condition
+    with the additive budget, ``sum_i |u'_i - v'_i| <= n sum_i d_i(u_i, v_i)``, is written for
+    every pair of rows of the product universe, an LP in ``w = c (.) u'`` (HiGHS). The
+    independent route against which (14)'s per-attribute optimum is tested: by the cube
+    argument in :mod:`dpopt.methods.statistical_query` the two are equal for every c > 0.
+    """
+    import itertools
+
+    import cvxpy as cp
+
+    c = check_array(scales, "scales", OWNER, ndim=1, low=0.0)
+    if c.shape != (len(values),) or np.any(c <= 0):
+        raise fail("scales", OWNER, f"{len(values)} scales > 0", scales)
+    sizes = [len(v) for v in values]
+    cells = int(np.prod(sizes))
+    if cells > MAX_JOINT_ROWS:
+        raise fail("values", OWNER, f"a product universe of at most {MAX_JOINT_ROWS} rows for the joint LP", cells)
+    index = np.array(list(itertools.product(*[range(s) for s in sizes])))
+    u = np.column_stack([np.asarray(v, dtype=float)[index[:, k]] for k, v in enumerate(values)])
+    a, b = np.triu_indices(cells, 1)
+    budget = sum(np.asarray(d, dtype=float)[index[a, k], index[b, k]] for k, d in enumerate(distances))
+    w, t = cp.Variable(u.shape), cp.Variable()
+    constraints = [cp.sum(cp.abs(w - u), axis=1) <= t,
+                   cp.abs(w[a] - w[b]) @ (1.0 / c) <= float(n) * budget]
+    cp.Problem(cp.Minimize(t), constraints).solve(solver=cp.HIGHS)
+    return float(t.value)

@@ -27,8 +27,8 @@ Laplace mechanism, and a certificate: the all-pairs check
 from __future__ import annotations
 
 import dataclasses
-
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +36,6 @@ from dpopt.certificates import Certificate
 from dpopt.dx.evaluation import improvement_factor
 from dpopt.dx.linf import exact_linf_scales
 from dpopt.dx.mechanisms import DXLaplaceMechanism, check_histogram
-from dpopt.dx.smalldb import SmallDB, smalldb_bound, smalldb_gamma, smalldb_preprocessing
 from dpopt.dx.scales import (
     alternating,
     check_privacy,
@@ -50,13 +49,19 @@ from dpopt.dx.scales import (
     strategy2_scales,
     surrogate_objective,
 )
-from dpopt.problems.dx_linear_query import DXLinearQuery
+from dpopt.dx.smalldb import (
+    SmallDB,
+    smalldb_bound,
+    smalldb_gamma,
+    smalldb_preprocessing,
+)
 from dpopt.export import StoredSolution
 from dpopt.limits import MAX_MAGNITUDE
+from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.registry import register, register_reader
-from dpopt.validation import check_array, check_real
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution
+from dpopt.validation import check_array, check_real
 
 KIND = "dx_linear_query"
 

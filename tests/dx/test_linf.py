@@ -44,7 +44,7 @@ def test_gradient_against_the_exact_derivative_of_inclusion_exclusion():
     for i in range(len(rates)):
         total = Fraction(0)
         others = rates[:i] + rates[i + 1:]
-        for size in range(0, len(others) + 1):
+        for size in range(len(others) + 1):
             for subset in combinations(others, size):
                 total += Fraction((-1) ** (size + 1)) / (rates[i] + sum(subset)) ** 2
         exact.append(float(total))

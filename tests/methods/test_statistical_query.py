@@ -1,0 +1,139 @@
+"""Statistical queries (Perrier et al., Appendix C): problems (13)-(14) as the statistical_query kind."""
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import dpopt
+from dpopt.cli import main
+from dpopt.dx.statistical import joint_map_error
+from dpopt.export import ExportFileError, read_solution
+from dpopt.problem_files import load_problem
+from dpopt.validation import InvalidParameterError
+from tests.conftest import PROBLEMS
+
+
+def _random_problem(rng: np.random.Generator, attributes: int, n: int) -> dpopt.StatisticalQuery:
+    """Random value sets and random metrics (shortest paths of random positive weights)."""
+    from scipy.sparse.csgraph import shortest_path
+
+    values, matrices = [], []
+    for _ in range(attributes):
+        m = int(rng.integers(2, 5))
+        values.append(sorted(rng.choice(np.arange(-20, 21), size=m, replace=False).tolist()))
+        weights = np.triu(rng.uniform(0.05, 2.0, (m, m)), 1)
+        matrices.append(shortest_path(weights + weights.T, directed=False).round(6).tolist())
+    return dpopt.StatisticalQuery(n=n, values=values, epsilons=rng.uniform(0.2, 1.5, attributes).tolist(), budget="matrix", matrices=matrices)
+
+
+def _attribute_error(u: np.ndarray, d: np.ndarray, n: int, c: Any) -> np.ndarray:
+    """McShane-Whitney's error at each scale c, on the metric closure of d (the rounded random
+    budgets may not be metrics)."""
+    from scipy.sparse.csgraph import shortest_path
+
+    d = shortest_path(d, directed=False)
+    i, j = np.triu_indices(u.size, 1)
+    excess = np.abs(u[i] - u[j])[None, :] - np.atleast_1d(c)[:, None] * n * d[i, j][None, :]
+    return np.maximum(excess.max(axis=1) / 2, 0.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 100_000), attributes=st.integers(1, 3), n=st.integers(1, 6))
+def test_problem_14_equals_problem_13_over_joint_maps_at_every_scale(seed, attributes, n):
+    """The cube argument: at any c > 0 the best joint map's l1 error (an LP over every pair of rows
+    of the product universe) equals the sum of the attributes' separate optima (McShane-Whitney)."""
+    rng = np.random.default_rng(seed)
+    problem = _random_problem(rng, attributes, n)
+    c = rng.uniform(0.01, 3.0, attributes)
+    separate = sum(float(_attribute_error(u, problem.distances(k), n, c[k])[0]) for k, u in enumerate(problem.attribute_values))
+    joint = joint_map_error(problem.attribute_values, [problem.distances(k) for k in range(attributes)], n, c)
+    assert joint == pytest.approx(separate, rel=1e-7, abs=1e-7)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 100_000), attributes=st.integers(1, 3), n=st.integers(1, 40))
+def test_exact_is_certified_never_worse_than_laplace_and_optimal_over_a_grid_of_scales(seed, attributes, n):
+    problem = _random_problem(np.random.default_rng(seed), attributes, n)
+    exact, laplace = dpopt.solve(problem, "exact"), dpopt.solve(problem, "laplace")
+    assert exact.certificate.ok and laplace.certificate.ok and exact.exact and not laplace.exact
+    assert exact.objective <= laplace.objective * (1 + 1e-12)
+    for k, u in enumerate(problem.attribute_values):
+        grid = np.geomspace(1e-4, 1e3, 4001)
+        best = float(np.min(_attribute_error(u, problem.distances(k), n, grid) + grid))
+        mine = np.abs(exact.details["scales"][k] * exact.details["mapped"][k] - u).max() + exact.details["scales"][k]
+        assert mine <= best * (1 + 2e-6) + 1e-12  # TOWARDS_ZERO where the infimum is c -> 0+
+
+
+def test_discrete_budgets_gain_nothing_over_laplace_unless_n_epsilon_is_below_2():
+    """As the problem's docstring says: with n eps_i >= 2 (14) is the Laplace calibration; below, the
+    infimum is c -> 0+ (a near-constant release at the midpoint), range / 2 per attribute."""
+    values = [[-1, 1], [0, 1, 2, 3], [18, 30, 45, 65]]
+    for n in (12, 40):
+        p = dpopt.StatisticalQuery(n=n, values=values, epsilons=[0.5, 0.2, 0.9])
+        exact = dpopt.solve(p, "exact")
+        assert exact.objective == pytest.approx(dpopt.solve(p, "laplace").objective, rel=1e-12)
+        assert exact.parameters["infimum_as_c_to_zero"] == []
+    p = dpopt.StatisticalQuery(n=3, values=values, epsilons=[0.5, 0.2, 0.9])
+    exact = dpopt.solve(p, "exact")
+    assert exact.certificate.ok and exact.parameters["infimum_as_c_to_zero"] == [0, 1]  # 3 * 0.9 > 2: Laplace for the last
+    assert exact.objective == pytest.approx(1.0 + 1.5 + 47 / (3 * 0.9), rel=2e-6)
+
+
+def test_release_is_theorem_10_laplace_around_the_mapped_marginal():
+    problem = load_problem(PROBLEMS / "statistical_marginal.toml")
+    solution = dpopt.solve(problem)
+    assert solution.method == "exact" and solution.certificate.ok
+    c = solution.details["scales"]
+    lookup = [dict(zip(u, m)) for u, m in zip(problem.attribute_values, solution.details["mapped"])]
+    centre = c * np.array([np.mean([lookup[k][v] for v in problem.rows[:, k]]) for k in range(problem.attributes)])
+    draws = solution.sample(None, 20_000, rng=11)
+    for k in range(problem.attributes):
+        assert stats.kstest((draws[:, k] - centre[k]) / c[k], stats.laplace.cdf).pvalue > 1e-3
+    np.testing.assert_array_equal(solution.sample(None, 7, rng=4), solution.sample(None, 7, rng=4))
+
+
+def test_export_reads_back_and_an_edited_map_is_refused(tmp_path):
+    solution = dpopt.solve(load_problem(PROBLEMS / "statistical_marginal.toml"), "exact")
+    path = tmp_path / "marginal.json"
+    solution.export(path)
+    back = read_solution(path)
+    assert back.certificate.ok and back.objective == pytest.approx(solution.objective, rel=1e-12)
+    np.testing.assert_array_equal(back.sample(None, 9, rng=1), solution.sample(None, 9, rng=1))
+    data = json.loads(path.read_text())
+    data["parameters"]["mapped_values"][2][3] += 1000.0  # breaks Theorem 10's condition
+    path.write_text(json.dumps(data))
+    with pytest.raises(ExportFileError):
+        read_solution(path)
+
+
+def test_cli_compare_and_sample(capsys):
+    assert main(["compare", str(PROBLEMS / "statistical_marginal.toml")]) == 0
+    lines = {json.loads(line)["method"]: json.loads(line) for line in capsys.readouterr().out.splitlines()}
+    assert set(lines) == {"exact", "laplace"} and lines["exact"]["objective"] < lines["laplace"]["objective"]
+    assert main(["sample", str(PROBLEMS / "statistical_marginal.toml"), "--count", "3", "--seed", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert np.array(out["releases"]).shape == (3, 3) and out["true_value"] == "rows in the problem file"
+    assert main(["sample", str(PROBLEMS / "statistical_marginal.toml"), "--true-value", "1"]) == 2
+    assert "true-value" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field,value", [
+    ("values", [[0, 0]]), ("values", [[0, float("nan")]]), ("values", "x"), ("epsilons", [1.0, 2.0]), ("budget", "l2"),
+    ("matrices", [[[0, 1], [2, 0]]]), ("matrices", [[[0, 0], [0, 0]]]), ("rows", [[0.5]] * 3), ("rows", [[0]] * 2), ("n", 0),
+])
+def test_bad_fields_are_refused_naming_them(field, value):
+    kwargs = dict(n=3, values=[[0, 1]], epsilons=[1.0], budget="matrix", matrices=[[[0, 1], [1, 0]]]) | {field: value}
+    with pytest.raises(InvalidParameterError, match=field):
+        dpopt.StatisticalQuery(**kwargs)
+
+
+def test_a_zero_scale_with_a_moving_map_is_never_released():
+    from dpopt.dx.statistical import AttributeScale, MarginalRelease
+
+    with pytest.raises(InvalidParameterError, match="constant"):
+        MarginalRelease([AttributeScale(np.array([0.0, 1.0]), np.array([0.0, 1.0]), 0.0, 0.0, 0.0)], [np.array([[0, 1.0], [1.0, 0]])], 3)
