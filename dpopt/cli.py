@@ -146,7 +146,7 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
     releases = solution.sample(true_value, count, rng=args.seed, secure=args.secure)
     summary = solution.summary()
     return [
-        {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate")}
+        {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate", "sampler")}
         | {
             "true_value": f"{DATA_KINDS[problem.kind]} in the problem file" if true_value is None else true_value,
             "count": count,

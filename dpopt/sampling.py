@@ -101,12 +101,15 @@ def sample_row(
     certificate: Certificate,
     source: RandomSource,
 ) -> np.ndarray:
-    """Draw ``count`` outputs for true input ``row`` by inverse CDF on that row.
+    """Draw ``count`` outputs for true input ``row`` exactly from that row (:mod:`dpopt.exact_sampling`).
 
     Refuses to sample unless ``certificate.ok``: an uncertified mechanism never
-    releases anything. A zero-probability output is never drawn.
+    releases anything. A zero-probability output is never drawn, and every positive
+    entry, however small, keeps its exact probability.
     """
+    from dpopt.exact_sampling import exact_choice
+
     if not certificate.ok:
         raise fail("certificate", "sampling", "a passing privacy certificate (ok = true)", certificate.to_dict())
     count = check_count(count, "sampling")
-    return inverse_cdf(np.asarray(matrix, dtype=float)[row], uniforms(source, count))
+    return exact_choice(np.asarray(matrix, dtype=float)[row], count, source)

@@ -77,6 +77,9 @@ class Solution:
     sampler: Sampler | None = field(default=None, repr=False)
     parameters: dict[str, Any] | None = None
     integer_inputs: bool = False
+    sampling: str | None = None
+    """How releases are drawn (reported as ``sampler``): the exact sampler for a matrix, a
+    factored mechanism, or a ``sampler`` its method declares exact; else the float path."""
 
     def __post_init__(self) -> None:
         held = sum(x is not None for x in (self.dense, self.factored, self.parameters))
@@ -113,6 +116,15 @@ class Solution:
     def epsilon(self) -> float:
         return self.problem.epsilon
 
+    @property
+    def sampler_description(self) -> str:
+        """Which sampler :meth:`sample` runs (:data:`dpopt.exact_sampling.EXACT_SAMPLER` or the float one)."""
+        from dpopt.exact_sampling import EXACT_SAMPLER, FLOAT_SAMPLER
+
+        if self.sampling is not None:
+            return self.sampling
+        return EXACT_SAMPLER if self.sampler is None else FLOAT_SAMPLER
+
     def with_timing(self, *, method: str, exact: bool, seconds: float) -> "Solution":
         """Record how the registry ran it; ``exact`` stays False if the method itself fell short."""
         return dataclasses.replace(self, method=method, exact=exact and self.exact, seconds=seconds)
@@ -130,6 +142,7 @@ class Solution:
             "alpha": self.alpha,
             "epsilon": self.epsilon,
             "certificate": self.certificate.to_dict(),
+            "sampler": self.sampler_description,
         }
         if self.parameters is not None:
             data.update({k: _json_float(v) if isinstance(v, float) else v for k, v in self.parameters.items()})

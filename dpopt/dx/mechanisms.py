@@ -26,6 +26,7 @@ from scipy import special
 from dpopt.dx.metric import DXMetric
 from dpopt.dx.scales import PrivacyCheck, check_privacy
 from dpopt.mechanisms.laplace import laplace_ppf
+from dpopt.exact_sampling import exact_choice
 from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
 from dpopt.validation import check_int, check_real, fail
 
@@ -135,7 +136,7 @@ class DXExponentialMechanism:
 
     def sample(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         count = check_count(count, "dx exponential mechanism")
-        return inverse_cdf(self.probabilities(histogram), open_uniforms(resolve_rng(rng, secure=secure), count))
+        return exact_choice(self.probabilities(histogram), count, resolve_rng(rng, secure=secure))
 
 
 def dx_mwem(

@@ -203,11 +203,12 @@ class SmallDB:
 
     def sample(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         """``count`` synthetic databases (rows), exact over the enumerated candidates."""
-        from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
+        from dpopt.exact_sampling import exact_choice
+        from dpopt.sampling import check_count, resolve_rng
 
         count = check_count(count, "smalldb")
         y, p = self.probabilities(histogram)
-        return y[inverse_cdf(p, open_uniforms(resolve_rng(rng, secure=secure), count))]
+        return y[exact_choice(p, count, resolve_rng(rng, secure=secure))]
 
     def answers(self, synthetic: np.ndarray, n: float) -> np.ndarray:
         """``c (n / m) q'(y)`` for each synthetic database (rows)."""

@@ -21,7 +21,8 @@ from scipy import special
 
 from dpopt.certificates import Certificate, certify
 from dpopt.mechanisms.noise import check_epsilon, check_sensitivity
-from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
+from dpopt.exact_sampling import exact_choice
+from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_int, fail
 
 __all__ = ["ExponentialMechanism", "exponential_probabilities"]
@@ -106,4 +107,4 @@ class ExponentialMechanism:
         count = check_count(count, OWNER)
         if not self.certificate().ok:
             raise fail("utility", OWNER, "a mechanism whose certificate passes", self.certificate().to_dict())
-        return inverse_cdf(self.matrix[row], open_uniforms(resolve_rng(rng, secure=secure), count))
+        return exact_choice(self.matrix[row], count, resolve_rng(rng, secure=secure))

@@ -18,7 +18,8 @@ from scipy import sparse
 from dpopt.certificates import Certificate
 from dpopt.mechanisms.geometric import column_weights, geometric_rows
 from dpopt.programs.geometric_moments import kernel_moments
-from dpopt.sampling import RandomSource, inverse_cdf, uniforms
+from dpopt.exact_sampling import exact_choice
+from dpopt.sampling import RandomSource
 from dpopt.validation import fail
 
 __all__ = ["ColumnLogValues", "FactoredMechanism"]
@@ -179,14 +180,13 @@ class FactoredMechanism:
         )
 
     def sample(self, row: int, count: int, source: RandomSource) -> np.ndarray:
-        """Draw through the factors: r ~ G[row], then the release ~ T[r]."""
-        middle = inverse_cdf(geometric_rows(self.n, self.alpha, np.array([row]))[0], uniforms(source, count))
+        """Draw through the factors, exactly (:mod:`dpopt.exact_sampling`): r ~ G[row], then the release ~ T[r]."""
+        middle = exact_choice(geometric_rows(self.n, self.alpha, np.array([row]))[0], count, source)
         out = np.empty(count, dtype=int)
-        u = uniforms(source, count)
         t = self.remap
         for r in np.unique(middle):
             where = middle == r
             span = slice(t.indptr[r], t.indptr[r + 1])
-            out[where] = t.indices[span][inverse_cdf(t.data[span], u[where])]
+            out[where] = t.indices[span][exact_choice(t.data[span], int(where.sum()), source)]
         return out
 

@@ -17,7 +17,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from dpopt.mechanisms.geometric import geometric_matrix, remap_from_geometric
-from dpopt.sampling import RandomSource, inverse_cdf, uniforms
+from dpopt.exact_sampling import exact_choice, exact_choice_rows
+from dpopt.sampling import RandomSource
 from dpopt.validation import fail
 
 __all__ = ["level_remap", "chain_remaps", "chain_marginals", "sample_chain", "verify_chain_exact", "coalition_likelihood", "coalition_posterior"]
@@ -103,9 +104,9 @@ def coalition_posterior(n: int, alphas: Sequence[float | Fraction], releases: di
 def sample_chain(
     first: np.ndarray, remaps: Sequence[np.ndarray], row: int, count: int, source: RandomSource
 ) -> np.ndarray:
-    """Algorithm 1's release: ``count`` independent chains ``(r_1, .., r_k)`` for true input ``row``."""
+    """Algorithm 1's release: ``count`` independent chains ``(r_1, .., r_k)`` for true input ``row``, drawn exactly."""
     out = np.empty((count, len(remaps) + 1), dtype=int)
-    out[:, 0] = inverse_cdf(first[row], uniforms(source, count))
+    out[:, 0] = exact_choice(first[row], count, source)
     for level, remap in enumerate(remaps, start=1):
-        out[:, level] = inverse_cdf(remap[out[:, level - 1]], uniforms(source, count))
+        out[:, level] = exact_choice_rows(remap, out[:, level - 1], source)
     return out

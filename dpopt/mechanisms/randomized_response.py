@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from dpopt.mechanisms.noise import check_epsilon
-from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
+from dpopt.exact_sampling import exact_choice
+from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_int
 
 __all__ = ["RandomizedResponse", "randomized_response_matrix", "all_pairs"]
@@ -73,4 +74,4 @@ class RandomizedResponse:
     def sample(self, true_value: int, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         value = check_int(true_value, "true_value", self.owner, low=0, high=self.k - 1)
         count = check_count(count, self.owner)
-        return inverse_cdf(self.matrix[value], open_uniforms(resolve_rng(rng, secure=secure), count))
+        return exact_choice(self.matrix[value], count, resolve_rng(rng, secure=secure))

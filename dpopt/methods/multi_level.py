@@ -18,6 +18,7 @@ import numpy as np
 
 from dpopt.certificates import certify
 from dpopt.mechanisms.geometric import geometric_matrix
+from dpopt.exact_sampling import EXACT_SAMPLER
 from dpopt.mechanisms.multilevel import level_remap, sample_chain
 from dpopt.problems.multi_level import MultiLevelRelease
 from dpopt.export import StoredSolution, check_labels, stored_fields
@@ -39,7 +40,9 @@ def _solution(problem: MultiLevelRelease, remaps: list[np.ndarray], **fields: ob
         deviation = max(deviation, float(np.abs(marginal - target).max()))
         cert = certify(marginal, -np.log(alpha))
         levels.append({"alpha": alpha, "epsilon": float(-np.log(alpha)), "certificate": cert.to_dict()})
-    clean = [np.clip(t, 0.0, None) / np.clip(t, 0.0, None).sum(axis=1, keepdims=True) for t in remaps]
+    # no renormalisation: the exact sampler normalises every row exactly, so what is exported,
+    # read back and sampled is bit for bit the same table
+    clean = [np.clip(t, 0.0, None) for t in remaps]
 
     def sampler(row: int, count: int, source: RandomSource) -> np.ndarray:
         return sample_chain(first, clean, row, count, source)
@@ -57,6 +60,7 @@ def _solution(problem: MultiLevelRelease, remaps: list[np.ndarray], **fields: ob
         seconds=0.0,
         details={"levels": levels, "remaps": [mechanism_frame(t) for t in clean]},
         sampler=sampler,
+        sampling=EXACT_SAMPLER,  # sample_chain draws every level exactly
         **fields,
     )
 

@@ -1,0 +1,146 @@
+"""Exact sampling from finite distributions given by float64 weights.
+
+A certificate measures privacy on the float64 entries of a mechanism; a floating-point
+inverse CDF then samples a *different* distribution (cumulative sums rounded to doubles,
+compared with a 53-bit uniform), in which an entry far below 2**-53 -- a certified
+alpha**600 ~ 1e-27 -- has probability 0 under one input and ~2**-53 under a neighbour:
+an infinite privacy loss no certificate sees. Here the distribution sampled is exactly
+
+    P(j) = w_j / sum_k w_k,
+
+with every float64 weight taken as the exact dyadic rational it is. All weights are
+scaled to integers on their common power-of-two denominator (Python integers: ~1100
+bits at worst), a uniform integer R in [0, 2**B) is drawn (B the bit length of the
+total W) and rejected if R >= W (acceptance > 1/2), and the output is the interval of
+the exact cumulative sums holding R.
+
+Fast path, still exact: R's top 64 bits decide the output unless a cumulative boundary
+shares them (probability about (number of boundaries) / 2**64 per draw); only then are
+R's remaining bits drawn and the boundary compared exactly in integer arithmetic. So
+tail entries below double precision keep their exact probability, and a draw costs a
+64-bit word and a binary search (vectorised).
+
+Random words come from the caller's source: a seeded :class:`numpy.random.Generator`
+(reproducible studies) or :class:`dpopt.sampling.SecureRandom` (the OS source, for
+releases).
+"""
+
+from __future__ import annotations
+
+import secrets
+from bisect import bisect_right
+from typing import Any
+
+import numpy as np
+
+from dpopt.validation import fail
+
+__all__ = ["ExactDiscrete", "random_words", "exact_choice", "exact_choice_rows", "EXACT_SAMPLER", "FLOAT_SAMPLER"]
+
+#: How a release from a finite mechanism is drawn (reported with every release).
+EXACT_SAMPLER = "exact: float64 entries as dyadic rationals, normalised exactly, integer inverse CDF"
+
+#: How continuous (and other not yet exact) releases are drawn.
+FLOAT_SAMPLER = "float64 inverse CDF (simulation grade: not exact; see dpopt.exact_sampling)"
+
+_WORD = 64
+
+
+def random_words(source: Any, size: int) -> np.ndarray:
+    """``size`` independent uniform 64-bit words from ``source`` (a Generator or SecureRandom)."""
+    if isinstance(source, np.random.Generator):
+        return source.integers(0, 2**64, size=size, dtype=np.uint64)
+    return np.frombuffer(secrets.token_bytes(8 * size), dtype=np.uint64).copy()
+
+
+def _random_bits(source: Any, bits: int) -> int:
+    """A uniform integer in [0, 2**bits), exactly (whole words, the surplus shifted off)."""
+    words = -(-bits // _WORD)
+    value = 0
+    for word in random_words(source, words):
+        value = (value << _WORD) | int(word)
+    return value >> (words * _WORD - bits)
+
+
+class ExactDiscrete:
+    """The distribution ``w / sum(w)`` over indices 0..K-1, sampled exactly.
+
+    Parameters
+    ----------
+    weights : array of float
+        Finite, >= 0, not all 0 (any scale; a row of a mechanism need not sum to 1 exactly).
+    """
+
+    def __init__(self, weights: Any) -> None:
+        w = np.asarray(weights, dtype=float).ravel()
+        if w.size == 0 or not np.isfinite(w).all() or np.any(w < 0) or not np.any(w > 0):
+            raise fail("weights", "exact sampling", "finite, >= 0 and not all zero", w[:5])
+        ratios = [float(v).as_integer_ratio() for v in w]
+        denominator = max(d for _, d in ratios)  # every denominator is a power of two
+        cumulative, total = [], 0
+        for numerator, d in ratios:
+            total += numerator * (denominator // d)
+            cumulative.append(total)
+        self.size = w.size
+        self.cumulative = cumulative  # exact boundaries C_1..C_K (C_K = W)
+        self.total = total
+        self.bits = total.bit_length()
+        self.shift = max(self.bits - _WORD, 0)
+        self.high = np.array([c >> self.shift for c in cumulative], dtype=np.uint64)
+
+    def support(self) -> np.ndarray:
+        """The indices drawn with positive probability (exactly the positive weights)."""
+        steps = np.diff(np.array([0, *self.cumulative], dtype=object))
+        return np.flatnonzero(steps > 0)
+
+    def probability(self, index: int) -> tuple[int, int]:
+        """``P(index)`` as an exact fraction ``(numerator, denominator)``."""
+        low = self.cumulative[index - 1] if index > 0 else 0
+        return self.cumulative[index] - low, self.total
+
+    def sample(self, count: int, source: Any) -> np.ndarray:
+        """``count`` independent indices."""
+        out = np.empty(count, dtype=np.int64)
+        filled = 0
+        while filled < count:
+            need = count - filled
+            drawn = self._attempt(need + need // 2 + 8, source)
+            take = min(drawn.size, need)
+            out[filled:filled + take] = drawn[:take]
+            filled += take
+        return out
+
+    def _attempt(self, size: int, source: Any) -> np.ndarray:
+        """Accepted draws from ``size`` uniform words (about half or more are accepted)."""
+        words = random_words(source, size)
+        if self.shift == 0:  # every boundary fits in 64 bits: R = the word's top B bits
+            r = words >> np.uint64(_WORD - self.bits) if self.bits < _WORD else words
+            accepted = r[r < np.uint64(self.total)]
+            return np.searchsorted(self.high, accepted, side="right")
+        index = np.searchsorted(self.high, words, side="left")  # boundaries whose top bits are below
+        exact = index < self.size
+        tied = np.zeros(size, dtype=bool)
+        tied[exact] = self.high[index[exact]] == words[exact]
+        keep = exact & ~tied  # decided by the top 64 bits alone (index = size means R >= W: rejected)
+        result = np.full(size, -1, dtype=np.int64)
+        result[keep] = index[keep]
+        for position in np.flatnonzero(tied):  # a boundary shares R's top bits: compare exactly
+            r = (int(words[position]) << self.shift) | _random_bits(source, self.shift)
+            if r < self.total:
+                result[position] = bisect_right(self.cumulative, r)
+        return result[result >= 0]
+
+
+def exact_choice(weights: Any, count: int, source: Any) -> np.ndarray:
+    """``count`` indices drawn exactly from ``weights / sum(weights)``."""
+    return ExactDiscrete(weights).sample(count, source)
+
+
+def exact_choice_rows(rows: Any, which: np.ndarray, source: Any) -> np.ndarray:
+    """One index per entry of ``which``, drawn exactly from row ``rows[which[i]]`` (rows grouped)."""
+    which = np.asarray(which)
+    out = np.empty(which.size, dtype=np.int64)
+    for r in np.unique(which):
+        where = which == r
+        out[where] = ExactDiscrete(rows[r]).sample(int(where.sum()), source)
+    return out

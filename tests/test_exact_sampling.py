@@ -1,0 +1,150 @@
+"""Exact sampling from finite mechanisms (dpopt.exact_sampling): what is sampled is what is certified."""
+
+from bisect import bisect_right
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import dpopt
+import dpopt.exact_sampling as es
+from dpopt.exact_sampling import ExactDiscrete, exact_choice
+from dpopt.sampling import SecureRandom
+from dpopt.validation import InvalidParameterError
+
+weights = st.lists(st.one_of(st.just(0.0), st.floats(1e-300, 1e3), st.floats(1e-320, 1e-300)), min_size=1, max_size=12).filter(
+    lambda w: any(v > 0 for v in w))
+
+
+@settings(max_examples=60, deadline=None)
+@given(w=weights)
+def test_probabilities_are_the_float_entries_as_exact_rationals(w):
+    """P(j) = w_j / sum w exactly, every w_j read as the dyadic rational it is; zeros and only zeros
+    are outside the support, however small the positive entries (subnormals included)."""
+    d = ExactDiscrete(w)
+    total = sum(Fraction(v) for v in w)
+    for j, v in enumerate(w):
+        numerator, denominator = d.probability(j)
+        assert Fraction(numerator, denominator) == Fraction(v) / total
+    np.testing.assert_array_equal(d.support(), np.flatnonzero(np.array(w) > 0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(w=weights, seed=st.integers(0, 2**32))
+def test_the_top_64_bits_decide_exactly_when_they_say_so(w, seed):
+    """Whenever the fast path decides from R's top 64 bits, every completion of R's low bits gives
+    the same index by exact integer search (and a rejection is a rejection for all of them)."""
+    d = ExactDiscrete(w)
+    words = np.random.default_rng(seed).integers(0, 2**64, size=200, dtype=np.uint64)
+    if d.shift == 0:
+        r = words >> np.uint64(64 - d.bits) if d.bits < 64 else words
+        for value in r[:50]:
+            expected = bisect_right(d.cumulative, int(value)) if int(value) < d.total else None
+            got = np.searchsorted(d.high, np.array([value]), side="right")[0] if int(value) < d.total else None
+            assert got == expected
+        return
+    index = np.searchsorted(d.high, words, side="left")
+    for word, i in zip(words, index):
+        if i < d.size and d.high[i] == word:
+            continue  # a tie: resolved by exact comparison (tested below)
+        for low in (0, (1 << d.shift) - 1):
+            r = (int(word) << d.shift) | low
+            assert (r >= d.total) == (i == d.size)
+            if r < d.total:
+                assert bisect_right(d.cumulative, r) == i
+
+
+def test_a_tie_on_the_top_bits_is_resolved_in_exact_arithmetic(monkeypatch):
+    """Weights (1 - tiny, tiny): force R's top 64 bits onto the boundary between them; the low bits then
+    decide, so the tiny entry is drawn exactly when R's low bits fall below its share."""
+    tiny = 2.0**-80
+    d = ExactDiscrete([1.0 - tiny, tiny])
+    assert d.shift > 0
+    boundary_high = int(d.high[0])
+    calls = []
+
+    def words(source, size):
+        calls.append(size)
+        if len(calls) == 1:
+            return np.full(size, boundary_high, dtype=np.uint64)  # every draw ties with boundary 0
+        return np.zeros(size, dtype=np.uint64)  # low bits all zero
+
+    monkeypatch.setattr(es, "random_words", words)
+    drawn = d._attempt(4, source=None)
+    low_of_boundary = d.cumulative[0] & ((1 << d.shift) - 1)
+    expected = 0 if 0 < low_of_boundary else 1
+    assert drawn.tolist() == [expected] * 4
+
+
+def test_an_entry_far_below_double_precision_is_drawn_with_its_exact_probability(monkeypatch):
+    """The float inverse CDF cannot draw an entry of 1e-30 after 1 at all (its cumulative sum rounds to 1);
+    the exact sampler gives it probability exactly 1e-30 / (1 + 1e-30), and draws it for exactly the R in
+    [C_0, C_1): here R = C_0 is forced (its top word, then its low bits) and index 1 comes out."""
+    d = ExactDiscrete([1.0, 1e-30])
+    numerator, denominator = d.probability(1)
+    assert Fraction(numerator, denominator) == Fraction(1e-30) / (1 + Fraction(1e-30))
+    assert np.cumsum([1.0, 1e-30])[0] == np.cumsum([1.0, 1e-30])[1]  # what the float path sees
+    boundary = d.cumulative[0]
+    monkeypatch.setattr(es, "random_words", lambda source, size: np.full(size, boundary >> d.shift, dtype=np.uint64))
+    monkeypatch.setattr(es, "_random_bits", lambda source, bits: boundary & ((1 << bits) - 1))
+    assert d._attempt(3, source=None).tolist() == [1, 1, 1]
+    monkeypatch.setattr(es, "_random_bits", lambda source, bits: 0)  # R = the top word's first integer
+    r = (boundary >> d.shift) << d.shift
+    assert d._attempt(3, source=None).tolist() == [bisect_right(d.cumulative, r)] * 3
+
+
+@pytest.mark.parametrize("source", ["seeded", "secure"])
+def test_draws_follow_the_exact_pmf_and_a_wrong_pmf_is_rejected(source):
+    p = np.array([0.05, 0.3, 0.0, 0.15, 0.5])
+    rng = np.random.default_rng(12) if source == "seeded" else SecureRandom()
+    count = 200_000 if source == "seeded" else 20_000
+    draws = exact_choice(p, count, rng)
+    observed = np.bincount(draws, minlength=p.size)
+    assert observed[2] == 0
+    keep = p > 0
+    assert stats.chisquare(observed[keep], count * p[keep]).pvalue > 1e-4
+    wrong = np.array([0.06, 0.29, 0.0, 0.15, 0.5])  # the control: one point of mass moved
+    if source == "seeded":
+        assert stats.chisquare(observed[keep], count * wrong[keep]).pvalue < 1e-6
+
+
+def test_bad_weights_are_refused():
+    for bad in ([], [0.0, 0.0], [1.0, -0.1], [1.0, np.nan], [np.inf]):
+        with pytest.raises(InvalidParameterError, match="weights"):
+            ExactDiscrete(bad)
+
+
+def _neighbouring_rows(solution):
+    if solution.kind == "finite_query":
+        return [tuple(p) for p in solution.problem.privacy_pairs()[0]]
+    m = len(solution.inputs)
+    return [(i, i + 1) for i in range(m - 1)]
+
+
+@pytest.mark.parametrize("problem", [
+    dpopt.CountQuery(n=40, alpha=0.02, loss="absolute"),
+    dpopt.CountQuery(n=6, alpha=0.5, loss="zero_one"),
+    dpopt.MultiLevelRelease(n=8, alphas=[0.1, 0.7]),
+    dpopt.FiniteQuery(universe={"type": "explicit", "values": [0, 1, 3, 3, 6], "neighbours": [[0, 1], [1, 2], [1, 3], [2, 4], [3, 4]]},
+                      epsilon=0.8),
+], ids=["count-tiny-alpha", "count-zero-one", "multi-level", "finite-universe"])
+def test_neighbours_have_the_same_support_when_the_certificate_is_finite(problem):
+    """The set of outputs sampled with positive probability (exactly the positive entries) is the same for
+    neighbouring inputs: an output possible under one and impossible under the other would be an infinite loss."""
+    solution = dpopt.solve(problem)
+    assert solution.certificate.ok and np.isfinite(solution.certificate.max_privacy_loss)
+    assert solution.summary()["sampler"] == es.EXACT_SAMPLER
+    matrix = solution.mechanism.to_numpy()
+    supports = [ExactDiscrete(row).support() for row in matrix]
+    for a, b in _neighbouring_rows(solution):
+        np.testing.assert_array_equal(supports[a], supports[b])
+
+
+def test_every_solution_release_reports_its_sampler_and_matrix_releases_are_exact():
+    solution = dpopt.solve(dpopt.CountQuery(n=5, alpha=0.3))
+    assert solution.summary()["sampler"].startswith("exact")
+    laplace = dpopt.solve(dpopt.Calibration(mechanism="laplace", epsilon=1.0))
+    assert laplace.summary()["sampler"].startswith("float64")
