@@ -35,7 +35,7 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["ExactDiscrete", "random_words", "exact_choice", "exact_choice_rows", "EXACT_SAMPLER", "FLOAT_SAMPLER"]
+__all__ = ["ExactDiscrete", "random_words", "exact_bernoulli", "exact_geometric", "exact_choice", "exact_choice_rows", "EXACT_SAMPLER", "FLOAT_SAMPLER"]
 
 #: How a release from a finite mechanism is drawn (reported with every release).
 EXACT_SAMPLER = "exact: float64 entries as dyadic rationals, normalised exactly, integer inverse CDF"
@@ -129,6 +129,49 @@ class ExactDiscrete:
             if r < self.total:
                 result[position] = bisect_right(self.cumulative, r)
         return result[result >= 0]
+
+
+def exact_bernoulli(probability: float, size: int, source: Any) -> np.ndarray:
+    """``size`` independent Bernoulli(p) draws, p a float in [0, 1] taken as its exact dyadic value.
+
+    ``p = M / 2**E``: success iff a uniform E-bit integer R is below M. R's top 64 bits decide
+    unless they equal M's (probability 2**-64 per draw), when the rest is compared exactly.
+    """
+    p = float(probability)
+    if not 0.0 <= p <= 1.0:
+        raise fail("probability", "exact sampling", "a number in [0, 1]", p)
+    if p in (0.0, 1.0):
+        return np.full(size, p == 1.0)
+    numerator, denominator = p.as_integer_ratio()
+    bits = denominator.bit_length() - 1
+    shift = max(bits - _WORD, 0)
+    words = random_words(source, size)
+    if shift == 0:
+        r = words >> np.uint64(_WORD - bits) if bits < _WORD else words
+        return r < np.uint64(numerator)
+    top = np.uint64(numerator >> shift)
+    out = words < top
+    for position in np.flatnonzero(words == top):
+        out[position] = ((int(words[position]) << shift) | _random_bits(source, shift)) < numerator
+    return out
+
+
+def exact_geometric(ratio: float, size: int, source: Any) -> np.ndarray:
+    """``size`` draws of K >= 0 with ``P(K = k) = (1 - b) b^k`` exactly, b = ``ratio`` as a dyadic rational.
+
+    K counts consecutive successes of :func:`exact_bernoulli` (b); vectorised over the draws
+    still running (expected rounds ``1 / (1 - b)``).
+    """
+    b = float(ratio)
+    if not 0.0 <= b < 1.0:
+        raise fail("ratio", "exact sampling", "a number in [0, 1)", b)
+    k = np.zeros(size, dtype=np.int64)
+    running = np.arange(size)
+    while running.size:
+        success = exact_bernoulli(b, running.size, source)
+        k[running[success]] += 1
+        running = running[success]
+    return k
 
 
 def exact_choice(weights: Any, count: int, source: Any) -> np.ndarray:

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from dpopt.certificates import log_ratios
-from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
+from dpopt.exact_sampling import exact_choice, exact_geometric
+from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["PeriodicNoise", "tail_sums"]
@@ -176,20 +177,27 @@ class PeriodicNoise:
         return best
 
     def sample(self, count: int, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """``count`` exact draws of Z (region by inverse CDF, tail period geometric)."""
+        """``count`` exact draws of Z (:mod:`dpopt.exact_sampling`).
+
+        The window value or tail position j is drawn exactly from the float weights
+        ``(s1 * left period, window, s1 * right period)`` with ``s1 = b / (1 - b)``, then a tail
+        draw's period ``k >= 1`` exactly from ``(1 - b) b^(k-1)`` with b the float decay: the
+        sampled pmf is ``p(z) b^k`` up to the one rounding of ``s1 * p(z)`` (relative 1e-16),
+        with every tail probability kept, however small.
+        """
         count = check_count(count, OWNER)
         source = resolve_rng(rng, secure=secure)
         m, d, b = self.half_width, self.period, self.decay
         s1, _, _ = tail_sums(b)
         left, right = self._left_period, self._right_period
         regions = np.concatenate([s1 * left, self.window, s1 * right])
-        pick = inverse_cdf(regions, open_uniforms(source, count))
+        pick = exact_choice(regions, count, source)
         out = np.empty(count, dtype=np.int64)
         in_left, in_right = pick < d, pick >= d + self.window.size
         centre = ~(in_left | in_right)
         out[centre] = pick[centre] - d - m
         # a tail draw: position j chosen above; the period k >= 1 is geometric, Pr[k] = (1 - b) b^(k-1)
-        k = 1 + np.floor(np.log(open_uniforms(source, count)) / np.log(b)).astype(np.int64)
+        k = 1 + exact_geometric(b, count, source)
         out[in_left] = -m + pick[in_left] - k[in_left] * d
         out[in_right] = m - d + 1 + (pick[in_right] - d - self.window.size) + k[in_right] * d
         return out
