@@ -9,6 +9,7 @@ solver); closed forms are registered beside it as solver-free shortcuts.
 168
 """
 
+from dpopt.privacy_audit import audit
 from dpopt.certificates import Certificate, certify, repair
 from dpopt.problems.calibration import Calibration
 from dpopt.problems.count_query import CountQuery
@@ -22,6 +23,7 @@ from dpopt.solution import Solution
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError
 
 __all__ = [
+    "audit",
     "Calibration",
     "Certificate",
     "CountQuery",

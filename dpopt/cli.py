@@ -3,11 +3,14 @@
     dpopt solve PROBLEM.toml [--method auto|lp|NAME] [--solver NAME] [--export PATH]
     dpopt compare PROBLEM.toml
     dpopt sample PROBLEM.toml --true-value V [--count K] [--seed S | --secure]
+    dpopt audit PROBLEM.toml [--method NAME] [--draws N] [--seed S] [--confidence C] [--pairs K]
 
 Output is JSON on stdout (``compare``: one object per line). Bad input: one line on
 stderr, exit 2. Solver failure: one line naming the solver and its status, exit 3.
 Nothing is written to ``--export`` unless the run succeeded, and nothing uncertified
 leaves with exit 0 (exit 4: the mechanism found does not meet its privacy target).
+``audit`` prints its report and exits 5 when the sampled releases give a lower bound on
+epsilon above the certified one (:mod:`dpopt.privacy_audit`).
 
 While a command works, file descriptor 1 points at stderr (and ``sys.stdout`` at
 ``sys.stderr``), so whatever a solver or library prints, at the Python or the C level,
@@ -29,7 +32,7 @@ from dpopt.problem_files import load_problem
 from dpopt.registry import compare, solve
 from dpopt.solution import DATA_KINDS
 from dpopt.limits import MAX_RELEASES
-from dpopt.validation import DPOptError, InvalidParameterError, SolverError, check_int
+from dpopt.validation import DPOptError, InvalidParameterError, SolverError, check_int, check_real
 
 __all__ = ["main"]
 
@@ -37,6 +40,7 @@ EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_SOLVER = 3
 EXIT_UNCERTIFIED = 4
+EXIT_AUDIT_FAILED = 5
 
 
 class UncertifiedError(DPOptError):
@@ -74,6 +78,15 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--secure", action="store_true", help="draw from the OS secure source (secrets)")
     sample_cmd.add_argument("--method", default="auto")
     sample_cmd.add_argument("--solver", default=None)
+
+    audit_cmd = commands.add_parser("audit", help="a statistical lower bound on epsilon from the solution's own releases")
+    audit_cmd.add_argument("problem", metavar="PROBLEM.toml")
+    audit_cmd.add_argument("--method", default="auto")
+    audit_cmd.add_argument("--solver", default=None)
+    audit_cmd.add_argument("--draws", type=int, default=100_000, help="releases per input and half (default 100,000)")
+    audit_cmd.add_argument("--seed", type=int, default=0)
+    audit_cmd.add_argument("--confidence", type=_finite_float, default=0.95)
+    audit_cmd.add_argument("--pairs", type=int, default=2, help="random neighbouring pairs besides the certificate's worst (default 2)")
     return parser
 
 
@@ -130,6 +143,18 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
         if export is not None:
             solution.export(str(export), dense=args.dense)
         return [{**solution.summary(), **({"export": str(export)} if export else {})}]
+    if args.command == "audit":
+        from dpopt.privacy_audit import AUDIT_LIMITS, UNAUDITED_KINDS, audit_solution
+
+        if problem.kind in UNAUDITED_KINDS:  # refused before any work
+            raise InvalidParameterError("kind", "dpopt audit", "a kind released on a true value (dataset kinds are not audited yet)", problem.kind)
+        check_int(args.pairs, "pairs", "dpopt audit", low=0, high=100)
+        check_int(args.draws, "draws", "dpopt audit", low=AUDIT_LIMITS["draws"][0], high=AUDIT_LIMITS["draws"][1])
+        check_int(args.seed, "seed", "dpopt audit", low=0)
+        check_real(args.confidence, "confidence", "dpopt audit", low=0.5, high=1.0, high_open=True)
+        solution = _certified(solve(problem, args.method, solver=args.solver))
+        report = audit_solution(solution, draws=args.draws, confidence=args.confidence, seed=args.seed, random_pairs=args.pairs)
+        return [{"kind": solution.kind, "method": solution.method, **report.to_dict()}]
     if args.command == "compare":
         solutions = [_certified(s) for s in compare(problem, solver=args.solver)]
         best = min((s.objective for s in solutions if s.exact), default=float("nan"))
@@ -197,6 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(EXIT_INTERNAL, "internal error (please report it)", f"{type(exc).__name__}: {exc}")
     sys.stdout.write(text)
     sys.stdout.flush()
+    if args.command == "audit" and not rows[0]["passed"]:
+        return _fail(EXIT_AUDIT_FAILED, "audit failed", f"epsilon >= {rows[0]['epsilon_lower_bound']:.6g} at confidence "
+                     f"{rows[0]['confidence']} exceeds the certified {rows[0]['certified_epsilon']:.6g}")
     return 0
 
 

@@ -1,0 +1,307 @@
+"""A built-in privacy audit: a statistically valid lower bound on epsilon from samples.
+
+For a pair of neighbouring inputs (x, x'), any event A gives
+``P(A | x) <= e^eps P(A | x') + delta`` for an (eps, delta)-DP mechanism, so
+
+    eps >= log((P(A | x) - delta) / P(A | x')).
+
+The audit (in the spirit of DP-Sniper and dp-auditorium) draws ``draws`` releases from each
+input twice. On the first half it *selects* the event and direction with the largest
+empirical ratio among a family of events (singletons and thresholds for discrete outputs,
+thresholds and quantile bins for continuous ones, plus any given ``events``); on the fresh
+second half it *estimates* that one event's probabilities with Clopper-Pearson intervals
+and reports ``log((p_lower - delta) / q_upper)``. Selection and estimation use independent
+draws, and the confidence is split (Bonferroni) over the pairs audited, so with
+probability at least ``confidence`` the reported bound is below the sampler's true epsilon:
+a bound above the certified epsilon is evidence, at that confidence, that the sampler
+does not release what was certified.
+
+:func:`textbook_laplace` and :func:`float_laplace_support` are Mironov's (CCS 2012)
+example: the textbook floating-point Laplace sampler and the event "this output is exactly
+producible from input x", which separates neighbouring inputs although every certificate
+on real numbers says they are close. Never use :func:`textbook_laplace` for a release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from scipy import stats
+
+from dpopt.validation import check_int, check_real, fail
+
+__all__ = ["AuditReport", "PairAudit", "audit", "audit_sampler", "audit_solution", "default_pairs", "textbook_laplace", "float_laplace_support",
+           "AUDIT_LIMITS", "UNAUDITED_KINDS"]
+
+OWNER = "audit"
+Sampler = Callable[[Any, int, np.random.Generator], np.ndarray]
+Event = Callable[[np.ndarray], np.ndarray]
+
+#: Continuous outputs: thresholds at this many pooled quantiles (and the bins between them).
+QUANTILES = 64
+#: Discrete outputs with at most this many distinct values get singleton and threshold events.
+MAX_DISCRETE_EVENTS = 2_000
+#: Accepted ranges of the audit's arguments (checked before any draw).
+AUDIT_LIMITS = {"draws": (100, 10_000_000)}
+
+
+@dataclass(frozen=True)
+class PairAudit:
+    """One pair's result: the event chosen, its counts on the estimation half, and the bound."""
+
+    inputs: tuple[Any, Any]
+    event: str
+    counts: tuple[int, int]
+    draws: int
+    epsilon_lower_bound: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"inputs": [_plain(v) for v in self.inputs], "event": self.event, "counts": list(self.counts),
+                "draws": self.draws, "epsilon_lower_bound": self.epsilon_lower_bound}
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The largest lower bound over the pairs, against the certified epsilon."""
+
+    epsilon_lower_bound: float
+    certified_epsilon: float
+    delta: float
+    confidence: float
+    pairs: tuple[PairAudit, ...] = field(default=())
+    sampler: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """No pair's bound exceeds the certified epsilon (a pass is not a proof of privacy)."""
+        return self.epsilon_lower_bound <= self.certified_epsilon * (1 + 1e-9) + 1e-12
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "epsilon_lower_bound": self.epsilon_lower_bound, "certified_epsilon": self.certified_epsilon,
+                "delta": self.delta, "confidence": self.confidence, "sampler": self.sampler,
+                "pairs": [p.to_dict() for p in self.pairs]}
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _tuple_labels(parts: list[np.ndarray]) -> list[np.ndarray]:
+    """Rows (tuples) as labels, the same label for the same tuple in every part."""
+    _, inverse = np.unique(np.concatenate(parts), axis=0, return_inverse=True)
+    return np.split(inverse.ravel(), np.cumsum([len(p) for p in parts])[:-1])
+
+
+def _candidate_events(a: np.ndarray, b: np.ndarray, tuples: bool, extra: Sequence[Event]) -> list[tuple[str, Callable[[np.ndarray], np.ndarray]]]:
+    pooled = np.concatenate([a, b])
+    values = np.unique(pooled)
+    events: list[tuple[str, Callable[[np.ndarray], np.ndarray]]] = []
+    discrete = values.size <= MAX_DISCRETE_EVENTS and (tuples or np.all(np.floor(values) == values))
+    if discrete:
+        for v in values:
+            events.append((f"output == {v:g}" if not tuples else f"release #{int(v)}", lambda y, v=v: y == v))
+        if not tuples:
+            for v in values:
+                events.append((f"output <= {v:g}", lambda y, v=v: y <= v))
+                events.append((f"output >= {v:g}", lambda y, v=v: y >= v))
+    else:
+        finite = pooled[np.isfinite(pooled)]
+        cuts = np.unique(np.quantile(finite, np.linspace(0, 1, QUANTILES + 1)[1:-1]))
+        for c in cuts:
+            events.append((f"output <= {c:.6g}", lambda y, c=c: y <= c))
+            events.append((f"output > {c:.6g}", lambda y, c=c: y > c))
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            events.append((f"{lo:.6g} < output <= {hi:.6g}", lambda y, lo=lo, hi=hi: (y > lo) & (y <= hi)))
+    for k, event in enumerate(extra):
+        events.append((getattr(event, "__name__", f"event {k}"), event))
+    return events
+
+
+def _select(first_a: np.ndarray, first_b: np.ndarray, events: list[tuple[str, Callable[[np.ndarray], np.ndarray]]],
+            delta: float, alpha: float) -> tuple[str, Callable, bool]:
+    """The event and direction whose bound, computed on the selection half, is largest
+    (ties: the larger smoothed ratio), so rare events with a lucky ratio are not preferred."""
+    best = ((-np.inf, -np.inf), events[0][0], events[0][1], True)
+    n = len(first_a)
+    for name, event in events:
+        ca, cb = int(np.count_nonzero(event(first_a))), int(np.count_nonzero(event(first_b)))
+        for forward, (num, den) in ((True, (ca, cb)), (False, (cb, ca))):
+            score = (_bound(num, den, n, delta, alpha), np.log((num + 1.0) / (den + 1.0)))
+            if score > best[0]:
+                best = (score, name, event, forward)
+    return best[1], best[2], best[3]
+
+
+def _bound(hits: int, other: int, draws: int, delta: float, alpha: float) -> float:
+    """``log((p_lower - delta) / q_upper)`` with two one-sided Clopper-Pearson limits at alpha / 2 each."""
+    p_lower = stats.beta.ppf(alpha / 2, hits, draws - hits + 1) if hits > 0 else 0.0
+    q_upper = stats.beta.ppf(1 - alpha / 2, other + 1, draws - other) if other < draws else 1.0
+    if p_lower - delta <= 0 or q_upper <= 0:
+        return 0.0
+    return float(max(np.log((p_lower - delta) / q_upper), 0.0))
+
+
+def audit_sampler(
+    sampler: Sampler,
+    pairs: Sequence[tuple[Any, Any]],
+    epsilon: float,
+    *,
+    delta: float = 0.0,
+    draws: int = 100_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    events: Sequence[Event] = (),
+    name: str = "",
+) -> AuditReport:
+    """Audit ``sampler(true_value, count, rng) -> releases`` on neighbouring ``pairs`` against ``epsilon``.
+
+    Parameters
+    ----------
+    sampler : callable
+        Draws ``count`` releases for a true input from a seeded Generator.
+    pairs : sequence of (x, x')
+        Neighbouring inputs to test (each in both directions).
+    epsilon, delta : float
+        The claimed guarantee.
+    draws : int
+        Releases per input and half (selection and estimation each draw this many).
+    confidence : float
+        Probability that the reported bound is valid (split over the pairs).
+    seed : int
+        Seeds every draw (selection and estimation streams are independent).
+    events : sequence of callables
+        Extra events ``mask = event(outputs)`` offered to the selection.
+    """
+    epsilon = check_real(epsilon, "epsilon", OWNER, low=0.0)
+    delta = check_real(delta, "delta", OWNER, low=0.0, high=1.0)
+    draws = check_int(draws, "draws", OWNER, low=AUDIT_LIMITS["draws"][0], high=AUDIT_LIMITS["draws"][1])
+    confidence = check_real(confidence, "confidence", OWNER, low=0.5, high=1.0, high_open=True)
+    seed = check_int(seed, "seed", OWNER, low=0)
+    if not pairs:
+        raise fail("pairs", OWNER, "at least one pair of neighbouring inputs", pairs)
+    alpha = (1 - confidence) / len(pairs)
+    streams = np.random.default_rng(seed).spawn(4 * len(pairs))
+    results = []
+    for k, (x, y) in enumerate(pairs):
+        first_a, first_b = (np.asarray(sampler(v, draws, streams[4 * k + i])) for i, v in enumerate((x, y)))
+        second_a, second_b = (np.asarray(sampler(v, draws, streams[4 * k + 2 + i])) for i, v in enumerate((x, y)))
+        tuples = first_a.ndim > 1
+        if tuples:  # a release of several values (a multi-level chain): one label per distinct tuple
+            first_a, first_b, second_a, second_b = _tuple_labels([first_a, first_b, second_a, second_b])
+        name_k, event, forward = _select(first_a, first_b, _candidate_events(first_a, first_b, tuples, events), delta, alpha)
+        hits_a, hits_b = int(np.count_nonzero(event(second_a))), int(np.count_nonzero(event(second_b)))
+        hits, other = (hits_a, hits_b) if forward else (hits_b, hits_a)
+        inputs = (x, y) if forward else (y, x)
+        results.append(PairAudit(inputs, name_k, (hits, other), draws, _bound(hits, other, draws, delta, alpha)))
+    worst = max(r.epsilon_lower_bound for r in results)
+    return AuditReport(worst, float(epsilon), float(delta), float(confidence), tuple(results), name)
+
+
+# -- auditing a solved mechanism -------------------------------------------------------------
+
+#: Kinds whose releases depend on a dataset rather than a true value: not audited yet.
+UNAUDITED_KINDS = ("dx_linear_query", "statistical_query")
+
+
+def default_pairs(solution: Any, random_pairs: int = 2, seed: int = 0) -> list[tuple[Any, Any]]:
+    """The certificate's worst neighbouring pair (when it names one) plus ``random_pairs`` random ones.
+
+    Matrix mechanisms: neighbouring rows (adjacent inputs; a finite universe's neighbour
+    relation). Additive noise: (0, Delta) for the sensitivity, or (0, v) for the ends of a
+    neighbouring set V; calibrations: (0, sensitivity).
+    """
+    problem = solution.problem
+    if solution.kind in UNAUDITED_KINDS:
+        raise fail("solution", OWNER, "a mechanism released on a true value (dataset kinds are not audited yet)", solution.kind)
+    rng = np.random.default_rng(seed)
+    if solution.parameters is None:
+        inputs = solution.inputs
+        if solution.kind == "finite_query":
+            neighbours = [tuple(int(v) for v in p) for p in problem.universe.neighbours]
+        else:
+            neighbours = [(i, i + 1) for i in range(len(inputs) - 1)]
+        worst = tuple(solution.certificate.worst_pair[:2])
+        chosen = [worst] if worst in neighbours or worst[::-1] in neighbours else []
+        extra = rng.choice(len(neighbours), size=min(random_pairs, len(neighbours)), replace=False)
+        chosen += [neighbours[int(i)] for i in extra]
+        return [(inputs[a], inputs[b]) for a, b in dict.fromkeys(chosen)]
+    if getattr(problem, "neighbouring_set", None) is not None:
+        ends = sorted({float(v) for interval in problem.neighbouring_set for v in interval if v != 0})
+        return [(0.0, v) for v in ends[: max(random_pairs, 1) + 1]]
+    shift = getattr(problem, "sensitivity", 1)
+    return [(0, shift)]
+
+
+def audit_solution(solution: Any, *, draws: int = 100_000, confidence: float = 0.95, seed: int = 0, random_pairs: int = 2,
+                   pairs: Sequence[tuple[Any, Any]] | None = None) -> AuditReport:
+    """Audit a certified Solution's own sampler against its certified (epsilon, delta)."""
+    if not solution.certificate.ok:
+        raise fail("certificate", OWNER, "a certified solution (an uncertified one is never sampled)", solution.certificate.to_dict())
+    chosen = list(pairs) if pairs is not None else default_pairs(solution, random_pairs, seed)
+
+    def sampler(value: Any, count: int, rng: np.random.Generator) -> np.ndarray:
+        return np.asarray(solution.sample(value, count, rng=rng))
+
+    return audit_sampler(sampler, chosen, solution.certificate.target, delta=solution.certificate.delta, draws=draws, confidence=confidence,
+                 seed=seed, name=solution.sampler_description)
+
+
+# -- Mironov's attack on the textbook floating-point Laplace ---------------------------------------
+
+def textbook_laplace(scale: float) -> Sampler:
+    """INSECURE, for audits only: ``x - b sign(u) log(1 - 2|u|)``, u a 53-bit uniform in [-1/2, 1/2)."""
+    b = check_real(scale, "scale", OWNER, low=0.0, low_open=True)
+
+    def sample(true_value: float, count: int, rng: np.random.Generator) -> np.ndarray:
+        u = rng.integers(0, 2**53, size=count) * 2.0**-53 - 0.5
+        with np.errstate(divide="ignore"):
+            return float(true_value) - b * np.sign(u) * np.log(1 - 2 * np.abs(u))
+
+    return sample
+
+
+def float_laplace_support(scale: float, true_value: float) -> Event:
+    """The event "the output is exactly what :func:`textbook_laplace` produces from ``true_value`` for some u".
+
+    Inverts the noise to the nearest grid points of u (a few either side, both signs) and
+    recomputes the output with the sampler's own floating-point expression (Mironov 2012).
+    """
+    b, x0 = float(scale), float(true_value)
+
+    def producible_from(y: np.ndarray) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        z = y - x0
+        centre = np.round(-np.expm1(-np.abs(z) / b) / 2 * 2.0**53)
+        hit = np.zeros(y.size, dtype=bool)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for step in range(-3, 4):
+                magnitude = (centre + step) * 2.0**-53
+                for sign in (1.0, -1.0):
+                    u = sign * magnitude
+                    hit |= (x0 - b * np.sign(u) * np.log(1 - 2 * np.abs(u))) == y
+        return hit
+
+    producible_from.__name__ = f"output producible by float Laplace from {x0:g}"
+    return producible_from
+
+
+def audit(target: Any, pairs: Sequence[tuple[Any, Any]] | None = None, epsilon: float | None = None, **options: Any) -> AuditReport:
+    """``dpopt.audit``: a Solution (its own sampler, certified epsilon and default pairs) or a
+    sampler ``f(true_value, count, rng)`` with explicit ``pairs`` and ``epsilon``.
+
+    Options are those of :func:`audit_sampler` (``delta``, ``draws``, ``confidence``, ``seed``,
+    ``events``, ``name``) or, for a Solution, of :func:`audit_solution`.
+    """
+    from dpopt.solution import Solution
+
+    if isinstance(target, Solution):
+        if epsilon is not None:
+            raise fail("epsilon", OWNER, "omitted for a Solution (its certificate's target is audited)", epsilon)
+        return audit_solution(target, pairs=pairs, **options)
+    if not callable(target):
+        raise fail("target", OWNER, "a Solution or a sampler f(true_value, count, rng)", type(target).__name__)
+    if pairs is None or epsilon is None:
+        raise fail("pairs", OWNER, "given with epsilon when auditing a bare sampler", pairs)
+    return audit_sampler(target, pairs, epsilon, **options)

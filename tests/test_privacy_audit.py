@@ -1,0 +1,97 @@
+"""The built-in privacy audit (dpopt.privacy_audit): no false alarms on certified samplers, broken ones caught."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+import dpopt
+from dpopt.cli import main
+from dpopt.mechanisms.integer_noise import PeriodicNoise
+from dpopt.privacy_audit import AuditReport, UNAUDITED_KINDS, _bound, audit_sampler, float_laplace_support, textbook_laplace
+from dpopt.registry import REGISTRY
+from dpopt.validation import InvalidParameterError
+from tests.conftest import PROBLEMS
+from tests.test_registry import EXAMPLES, METHOD_EXAMPLES
+
+dpopt.registry._load_methods()
+CASES = [(kind, name) for kind in sorted(REGISTRY) if kind not in UNAUDITED_KINDS for name in sorted(REGISTRY[kind])]
+
+
+@pytest.mark.parametrize("kind,name", CASES)
+def test_every_registered_sampler_passes_at_its_certified_epsilon(kind, name):
+    solution = dpopt.solve(METHOD_EXAMPLES.get((kind, name), EXAMPLES[kind])(), name)
+    report = dpopt.audit(solution, draws=20_000, confidence=0.999, seed=7)
+    assert report.passed, report.to_dict()
+    assert report.epsilon_lower_bound >= 0 and report.certified_epsilon == solution.certificate.target
+
+
+def test_the_audit_is_tight_enough_to_see_most_of_a_small_epsilon():
+    """Randomized response at eps = 1 with 200k draws: the bound comes within 10% of the certified epsilon."""
+    report = dpopt.audit(dpopt.solve(dpopt.CountQuery(n=1, epsilon=1.0, loss="zero_one"), "randomized_response"), draws=200_000, seed=1)
+    assert report.passed and report.epsilon_lower_bound > 0.9
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_sampler_with_half_the_noise_is_caught(seed):
+    """Geometric noise at 2 eps claimed as eps: the bound exceeds eps (at 95% per run; fixed seeds)."""
+    epsilon = 0.5
+    noise = PeriodicNoise.geometric(1, math.exp(-2 * epsilon))
+
+    def half_noise(x, n, rng):
+        return x + noise.sample(n, rng=rng)
+
+    report = audit_sampler(half_noise, [(0, 1)], epsilon, draws=50_000, seed=seed)
+    assert not report.passed and report.epsilon_lower_bound > epsilon
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_textbook_float_laplace_fails_under_mironovs_attack(seed):
+    """On inputs 0 and 1 the textbook float sampler at eps = 1 leaks through the doubles it can produce; the
+    same audit without the attack event does not see it (the leak is not in any threshold)."""
+    sampler = textbook_laplace(1.0)
+    attacked = audit_sampler(sampler, [(0.0, 1.0)], 1.0, draws=50_000, seed=seed, events=[float_laplace_support(1.0, 0.0)])
+    assert not attacked.passed and "producible" in attacked.pairs[0].event
+    assert audit_sampler(sampler, [(0.0, 1.0)], 1.0, draws=50_000, seed=seed).passed
+
+
+def test_clopper_pearson_extremes_match_their_closed_forms():
+    """All n hits against none: p_lower = (a/2)^(1/n) and q_upper = 1 - (a/2)^(1/n)."""
+    n, alpha = 1000, 0.05
+    low = (alpha / 2) ** (1 / n)
+    assert _bound(n, 0, n, 0.0, alpha) == pytest.approx(math.log(low / (1 - low)), rel=1e-9)
+    assert _bound(0, 5, n, 0.0, alpha) == 0.0
+    assert _bound(500, 100, n, 0.6, alpha) == 0.0  # delta swallows the event: no evidence
+
+
+def test_audit_arguments_are_checked_before_any_draw():
+    calls = []
+
+    def sampler(x, n, rng):
+        calls.append(n)
+        return np.zeros(n)
+
+    for kwargs, field in ((dict(draws=10), "draws"), (dict(confidence=1.0), "confidence"), (dict(delta=2.0), "delta"), (dict(seed=-1), "seed")):
+        with pytest.raises(InvalidParameterError, match=field):
+            audit_sampler(sampler, [(0, 1)], 1.0, **kwargs)
+    with pytest.raises(InvalidParameterError, match="pairs"):
+        audit_sampler(sampler, [], 1.0)
+    with pytest.raises(InvalidParameterError, match="pairs"):
+        dpopt.audit(sampler)
+    assert calls == []
+
+
+def test_cli_audit_reports_and_exits_by_the_verdict(capsys, monkeypatch):
+    assert main(["audit", str(PROBLEMS / "gupte_sundararajan_table1.toml"), "--draws", "5000"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["passed"] and out["sampler"].startswith("exact") and len(out["pairs"]) >= 1
+    assert main(["audit", str(PROBLEMS / "dx_example1.toml")]) == 2
+    assert "kind" in capsys.readouterr().err
+    assert main(["audit", str(PROBLEMS / "gupte_sundararajan_table1.toml"), "--draws", "5"]) == 2
+    assert "draws" in capsys.readouterr().err
+    failing = AuditReport(3.0, 1.0, 0.0, 0.95, (), "test")
+    monkeypatch.setattr("dpopt.privacy_audit.audit_solution", lambda *a, **k: failing)
+    assert main(["audit", str(PROBLEMS / "gupte_sundararajan_table1.toml")]) == 5
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["passed"] is False and "audit failed" in captured.err
