@@ -9,6 +9,13 @@ draws: ``ratio`` is the sampler's time over the baseline's. Peak memory is the
 tracemalloc peak of a second, traced run. The last table times
 :func:`dpopt.mechanisms.gaussian.analytic_sigma` per call (goal: <= 1 ms) over a grid
 of (epsilon, delta), beside the classic closed form.
+
+The exact-sampler table (issue 15) times every exact path against, in the same process,
+the floating-point path it replaced (``ratio_to_float``: the same distribution by a float
+inverse CDF / ``log`` of a uniform) and OpenDP's exact samplers when the ``opendp`` package
+is installed (``ratio_to_opendp``; ``pip install opendp``: it is not a dependency of
+dpopt). Goals: >= 1M exact draws/s for count mechanisms and discrete Laplace, >= 100k/s
+for the discrete Gaussian.
 """
 
 from __future__ import annotations
@@ -98,6 +105,66 @@ def sampler_table(draws: int) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("sampler")
 
 
+def _float_geometric(b: float) -> Callable[[int, int], Any]:
+    """The replaced float path for two-sided geometric noise: a sign and log(U) / log(b)."""
+    def draw(n: int, seed: int) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        sign = np.where(rng.random(n) < 0.5, -1, 1)
+        magnitude = np.floor(np.log(rng.random(n) + 2.0**-54) / np.log(b)).astype(np.int64)
+        return sign * magnitude
+    return draw
+
+
+def _opendp() -> dict[str, Callable[[int, int], Any]]:
+    try:
+        import opendp.prelude as dp
+    except ImportError:
+        return {}
+    dp.enable_features("contrib")
+    laplace = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=1.0)
+    gaussian = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=1.0)
+    return {"discrete_laplace": lambda n, s: laplace([0] * n), "discrete_gaussian": lambda n, s: gaussian([0] * n)}
+
+
+def exact_table(draws: int) -> pd.DataFrame:
+    """Exact samplers: draws per second, against the float path and OpenDP in this process."""
+    import dpopt
+    from dpopt.exact_sampling import exact_choice
+    from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian, DiscreteLaplace
+    from dpopt.mechanisms.integer_noise import PeriodicNoise
+    from dpopt.sampling import inverse_cdf
+
+    row = dpopt.solve(dpopt.CountQuery(n=100, alpha=0.9), "lp").mechanism.to_numpy()[50]
+    factored = dpopt.solve(dpopt.CountQuery(n=2000, alpha=0.5), "factored")
+    geometric = PeriodicNoise.geometric(1, float(np.exp(-1.0)))
+    opendp = _opendp()
+    cases = {
+        "count_mechanism_row (GS LP, n=100, alpha=0.9)": (
+            lambda n, s: exact_choice(row, n, np.random.default_rng(s)),
+            lambda n, s: inverse_cdf(row, np.random.default_rng(s).random(n)), None),
+        "factored G.T (n=2000, alpha=0.5)": (
+            lambda n, s: factored.sample(1000, n, rng=s), None, None),
+        "two_sided_geometric (PeriodicNoise, eps=1)": (
+            lambda n, s: geometric.sample(n, rng=s), _float_geometric(float(np.exp(-1.0))), opendp.get("discrete_laplace")),
+        "discrete_laplace CKS (scale 1)": (
+            lambda n, s: DiscreteLaplace(1).sample(n, rng=s), _float_geometric(float(np.exp(-1.0))), opendp.get("discrete_laplace")),
+        "discrete_gaussian CKS (sigma^2 = 1)": (
+            lambda n, s: DiscreteGaussian(1).sample(n, rng=s), None, opendp.get("discrete_gaussian")),
+    }
+    rows = []
+    for name, (exact, floating, other) in cases.items():
+        seconds = min(_timed(lambda: exact(draws, 1)) for _ in range(3))
+        entry = {"sampler": name, "draws": draws, "exact_draws_per_second": draws / seconds}
+        if floating is not None:
+            entry["ratio_to_float"] = seconds / min(_timed(lambda: floating(draws, 1)) for _ in range(3))
+        if other is not None:
+            small = min(draws, 200_000)  # OpenDP takes a Python list: keep its run short
+            entry["opendp_draws_per_second"] = small / min(_timed(lambda: other(small, 1)) for _ in range(2))
+            entry["ratio_to_opendp"] = entry["opendp_draws_per_second"] / entry["exact_draws_per_second"]
+        rows.append(entry)
+    return pd.DataFrame(rows).set_index("sampler")
+
+
 def calibration_table(calls: int) -> pd.DataFrame:
     rows = []
     for eps in (0.1, 1.0, 5.0):
@@ -121,6 +188,9 @@ def main() -> None:
     args = parser.parse_args()
     pd.set_option("display.width", 160)
     print(sampler_table(args.draws).to_string(float_format=lambda v: f"{v:.4g}"))
+    print()
+    print("exact samplers (ratio_to_float, ratio_to_opendp: this exact path's time per draw over the other's)")
+    print(exact_table(args.draws).to_string(float_format=lambda v: f"{v:.4g}"))
     print()
     table = calibration_table(args.calls)
     print(table.to_string(float_format=lambda v: f"{v:.4g}"))
