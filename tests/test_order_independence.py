@@ -35,6 +35,7 @@ FILES = (
     "dx_example1.toml",
     "finite_query_explicit.toml",
     "statistical_marginal.toml",
+    "calibration_discrete_gaussian.toml",
     "dx_smalldb.toml",
 )
 #: Objectives of one deterministic method agree to this relative tolerance across runs.

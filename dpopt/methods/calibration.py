@@ -17,16 +17,18 @@ from typing import Any
 import numpy as np
 
 from dpopt.certificates import Certificate
+from dpopt.exact_sampling import EXACT_SAMPLER
 from dpopt.mechanisms.gaussian import GaussianMechanism
 from dpopt.mechanisms.generalized_gaussian import (
     GeneralizedGaussianNoise,
     TruncatedGeneralizedGaussianMechanism,
     pdp_scale_monte_carlo,
 )
+from dpopt.mechanisms.grid_release import GridGaussian, GridLaplace
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.laplace import LaplaceMechanism, TruncatedLaplaceMechanism
 from dpopt.mechanisms.staircase import StaircaseMechanism
-from dpopt.problems.calibration import Calibration
+from dpopt.problems.calibration import GRID_MECHANISMS, Calibration
 from dpopt.export import StoredSolution
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
@@ -121,7 +123,25 @@ def _truncated_generalized_gaussian(problem: Calibration) -> tuple[Any, dict[str
     return mech, {"scale": mech.scale, "expected_absolute_error": max(errors), "expected_absolute_error_at": "worst true value"}, cert
 
 
+def _discrete_laplace(problem: Calibration) -> tuple[Any, dict[str, Any], Certificate]:
+    mech = GridLaplace(problem.sensitivity, problem.epsilon, problem.grid or 1.0)
+    cert = _certificate(mech.privacy_loss(), problem, f"exact: discrete Laplace on the grid, loss S / t with S = {mech.steps} grid steps")
+    return mech, {"scale": float(mech.scale) * mech.grid, "grid": mech.grid, "grid_steps": mech.steps,
+                  "discrete_scale": str(mech.scale), "expected_absolute_error": mech.expected_absolute_error()}, cert
+
+
+def _discrete_gaussian(problem: Calibration) -> tuple[Any, dict[str, Any], Certificate]:
+    mech = GridGaussian(problem.sensitivity, problem.epsilon, problem.delta, problem.grid or 1.0)
+    cert = _certificate(problem.epsilon, problem, f"computed: CKS Theorem 7 delta(epsilon) = {mech.achieved_delta:.4g} of the discrete "
+                        f"Gaussian for S = {mech.steps} grid steps", delta=problem.delta)
+    return mech, {"scale": float(mech.sigma2) ** 0.5 * mech.grid, "grid": mech.grid, "grid_steps": mech.steps,
+                  "discrete_sigma2": str(mech.sigma2), "achieved_delta": mech.achieved_delta,
+                  "expected_absolute_error": mech.expected_absolute_error()}, cert
+
+
 _BUILDERS = {
+    "discrete_laplace": _discrete_laplace,
+    "discrete_gaussian": _discrete_gaussian,
     "laplace": _laplace,
     "geometric": _geometric,
     "staircase": _staircase,
@@ -155,7 +175,16 @@ def solve_closed_form(problem: Calibration, solver: str | None, repair: bool) ->
         parameters=params,
         sampler=sampler,
         integer_inputs=problem.mechanism == "geometric",
+        sampling=_sampling(problem.mechanism),
     )
+
+
+def _sampling(mechanism: str) -> str | None:
+    if mechanism in GRID_MECHANISMS:
+        return "exact: rounded to the grid in rational arithmetic, exact discrete noise (CKS 2020)"
+    if mechanism == "geometric":
+        return EXACT_SAMPLER
+    return None  # the float path, labelled so by Solution
 
 
 @register_reader(KIND)

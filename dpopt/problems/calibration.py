@@ -28,7 +28,11 @@ CALIBRATED_MECHANISMS: dict[str, tuple[bool, bool, bool, bool]] = {
     "gaussian_analytic": (True, False, False, False),
     "generalized_gaussian": (True, True, False, False),
     "truncated_generalized_gaussian": (False, True, True, True),
+    "discrete_laplace": (False, False, False, False),
+    "discrete_gaussian": (True, False, False, False),
 }
+#: Mechanisms released on a grid with exact discrete noise (:mod:`dpopt.mechanisms.grid_release`).
+GRID_MECHANISMS = ("discrete_laplace", "discrete_gaussian")
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -50,6 +54,10 @@ class Calibration:
     lower, upper : float, optional
         Bounds: required by ``truncated_generalized_gaussian``; for ``laplace`` they
         select the bounded-domain (truncated) Laplace with its exact scale.
+    grid : float, optional
+        ``discrete_laplace`` / ``discrete_gaussian`` only: the release grid g (default 1):
+        the value is rounded to the grid exactly and exact integer noise added in grid units,
+        the safe replacement of ``laplace`` / ``gaussian_analytic`` for releases.
     """
 
     mechanism: str
@@ -60,6 +68,7 @@ class Calibration:
     p: int | None = None
     lower: float | None = None
     upper: float | None = None
+    grid: float | None = None
     level: Any = field(init=False, repr=False)
 
     kind = KIND
@@ -86,6 +95,10 @@ class Calibration:
         for bound in ("lower", "upper"):
             self._field(bound, needs_bounds, f"given for {name}" if needs_bounds else f"omitted for {name}",
                         lambda v, b=bound: check_real(v, b, KIND), allowed=bounds_ok)
+        self._field("grid", False, f"given only for {' or '.join(GRID_MECHANISMS)} (a float > 0)",
+                    lambda v: check_real(v, "grid", KIND, low=0.0, low_open=True), allowed=name in GRID_MECHANISMS)
+        if name in GRID_MECHANISMS and self.grid is not None and self.sensitivity / self.grid > 4096:
+            raise fail("grid", KIND, f"at least sensitivity / 4096 = {self.sensitivity / 4096:g}", self.grid)
         if (self.lower is None) != (self.upper is None):
             raise fail("upper" if self.upper is None else "lower", KIND, "given together with the other bound", None)
         if self.lower is not None and not self.upper > self.lower:
@@ -115,7 +128,7 @@ class Calibration:
 
     def to_dict(self) -> dict[str, Any]:
         data = {"kind": KIND, "mechanism": self.mechanism, "epsilon": self.epsilon, "sensitivity": self.sensitivity}
-        data.update({k: getattr(self, k) for k in ("delta", "p", "lower", "upper") if getattr(self, k) is not None})
+        data.update({k: getattr(self, k) for k in ("delta", "p", "lower", "upper", "grid") if getattr(self, k) is not None})
         return data
 
     def __repr__(self) -> str:

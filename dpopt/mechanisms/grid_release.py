@@ -1,0 +1,154 @@
+"""Real-valued queries released safely: on a declared grid, with exact discrete noise.
+
+Floating-point Laplace or Gaussian noise leaks the true value through the set of doubles
+it can produce (Mironov, CCS 2012; :mod:`dpopt.privacy_audit` shows the attack). Here a
+real query value x with sensitivity Delta is released as
+
+    g * (floor(x / g + 1/2) + Z),
+
+with the rounding done in exact rational arithmetic and Z exact integer noise
+(:mod:`dpopt.mechanisms.discrete_gaussian`). Rounding to the grid is monotone and commutes
+with integer shifts, so neighbours' grid indices differ by at most ``S = ceil(Delta / g)``:
+that is the whole privacy cost of the rounding (S g >= Delta; nothing when Delta / g is an
+integer), and the certificate is computed for sensitivity S on the integers. Nothing is
+clamped (the integers are unbounded). The multiplication by g is post-processing of an
+exact integer release.
+
+* :class:`GridLaplace` -- discrete Laplace with rational scale ``t >= S / epsilon`` (rounded
+  up to a denominator of at most 2**20): the loss ``S / t <= epsilon`` is exact.
+* :class:`GridGaussian` -- discrete Gaussian with rational ``sigma^2`` (denominator 1024)
+  calibrated by bisection so that its exact (epsilon, delta) curve (CKS 2020, Theorem 7:
+  ``delta = P[Y > eps s^2/S - S/2] - e^eps P[Y > eps s^2/S + S/2]``, summed over the pmf)
+  meets the target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian, DiscreteLaplace
+from dpopt.sampling import check_count, resolve_rng
+from dpopt.validation import check_real, fail
+
+__all__ = ["GridLaplace", "GridGaussian", "grid_index", "grid_sensitivity", "discrete_gaussian_delta"]
+
+OWNER = "grid release"
+#: Denominators of the rational noise parameters.
+SCALE_DENOMINATOR = 2**20
+VARIANCE_DENOMINATOR = 1024
+
+
+def grid_index(value: float, grid: float) -> int:
+    """``floor(value / grid + 1/2)`` in exact rational arithmetic."""
+    return math.floor(Fraction(value) / Fraction(grid) + Fraction(1, 2))
+
+
+def grid_sensitivity(sensitivity: float, grid: float) -> int:
+    """``S = ceil(Delta / g)``, exactly: the most neighbours' grid indices can differ by."""
+    return math.ceil(Fraction(sensitivity) / Fraction(grid))
+
+
+def _checked(sensitivity: float, epsilon: float, grid: float) -> tuple[float, float, float, int]:
+    delta_ = check_real(sensitivity, "sensitivity", OWNER, low=0.0, low_open=True)
+    eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
+    g = check_real(grid, "grid", OWNER, low=0.0, low_open=True)
+    s = grid_sensitivity(delta_, g)
+    if s > 4096:
+        raise fail("grid", OWNER, f"at least sensitivity / 4096 (a grid {s} steps per sensitivity is needlessly fine)", g)
+    return delta_, eps, g, s
+
+
+@dataclass(frozen=True)
+class GridLaplace:
+    """``g (floor(x/g + 1/2) + Z)``, Z discrete Laplace with scale t >= S / epsilon (pure epsilon-DP)."""
+
+    sensitivity: float
+    epsilon: float
+    grid: float = 1.0
+    steps: int = field(init=False)
+    scale: Fraction = field(init=False)
+
+    def __post_init__(self) -> None:
+        delta_, eps, g, s = _checked(self.sensitivity, self.epsilon, self.grid)
+        exact = Fraction(s) / Fraction(eps)
+        t = exact.limit_denominator(SCALE_DENOMINATOR)
+        if t < exact:
+            t += Fraction(1, SCALE_DENOMINATOR)
+        for name, value in (("sensitivity", delta_), ("epsilon", eps), ("grid", g), ("steps", s), ("scale", t)):
+            object.__setattr__(self, name, value)
+
+    def privacy_loss(self) -> float:
+        """``S / t``: the largest log-ratio of the discrete Laplace over shifts of at most S (exact, then rounded)."""
+        return float(Fraction(self.steps) / self.scale)
+
+    def expected_absolute_error(self) -> float:
+        """A bound: ``g E|Z| + g / 2`` with ``E|Z| = 2r / (1 - r^2)``, ``r = exp(-1/t)``."""
+        r = math.exp(-1.0 / float(self.scale))
+        return self.grid * 2 * r / (1 - r * r) + self.grid / 2
+
+    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
+        x = check_real(true_value, "true_value", OWNER)
+        count = check_count(count, OWNER)
+        z = DiscreteLaplace(self.scale).sample(count, rng=resolve_rng(rng, secure=secure))
+        return self.grid * (grid_index(x, self.grid) + z).astype(float)
+
+
+def discrete_gaussian_delta(sigma2: float, epsilon: float, steps: int) -> float:
+    """CKS Theorem 7: the exact delta(epsilon) of the discrete Gaussian for integer sensitivity ``steps``."""
+    sigma = math.sqrt(sigma2)
+    width = int(40 * sigma + 40 + steps)
+    z = np.arange(-width, width + 1)
+    log_w = -(z.astype(float) ** 2) / (2 * sigma2)
+    pmf = np.exp(log_w - log_w.max())
+    pmf /= pmf.sum()
+    tail = lambda c: float(pmf[z > c].sum())  # noqa: E731
+    return max(tail(epsilon * sigma2 / steps - steps / 2) - math.exp(epsilon) * tail(epsilon * sigma2 / steps + steps / 2), 0.0)
+
+
+@dataclass(frozen=True)
+class GridGaussian:
+    """``g (floor(x/g + 1/2) + Z)``, Z discrete Gaussian with the smallest rational sigma^2 meeting (epsilon, delta)."""
+
+    sensitivity: float
+    epsilon: float
+    delta: float
+    grid: float = 1.0
+    steps: int = field(init=False)
+    sigma2: Fraction = field(init=False)
+    achieved_delta: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        delta_, eps, g, s = _checked(self.sensitivity, self.epsilon, self.grid)
+        target = check_real(self.delta, "delta", OWNER, low=0.0, high=1.0, low_open=True, high_open=True)
+        low, high = Fraction(1, VARIANCE_DENOMINATOR), Fraction(max(1, s * s))
+        while discrete_gaussian_delta(float(high), eps, s) > target:
+            high *= 2
+            if high > 2**20:
+                raise fail("delta", OWNER, "large enough for a grid variance below 2**20 (coarsen the grid)", target)
+        while high - low > Fraction(1, VARIANCE_DENOMINATOR):  # bisection on the 1/1024 lattice
+            mid = Fraction(math.floor((low + high) / 2 * VARIANCE_DENOMINATOR), VARIANCE_DENOMINATOR)
+            if mid <= low:
+                break
+            if discrete_gaussian_delta(float(mid), eps, s) <= target:
+                high = mid
+            else:
+                low = mid
+        for name, value in (("sensitivity", delta_), ("epsilon", eps), ("delta", target), ("grid", g), ("steps", s),
+                            ("sigma2", high), ("achieved_delta", discrete_gaussian_delta(float(high), eps, s))):
+            object.__setattr__(self, name, value)
+
+    def expected_absolute_error(self) -> float:
+        """A bound: ``g E|Z| + g / 2``, E|Z| summed over the pmf."""
+        z = np.arange(-int(40 * math.sqrt(self.sigma2)) - 40, int(40 * math.sqrt(self.sigma2)) + 41)
+        return self.grid * float(np.sum(np.abs(z) * DiscreteGaussian(self.sigma2).pmf(z))) + self.grid / 2
+
+    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
+        x = check_real(true_value, "true_value", OWNER)
+        count = check_count(count, OWNER)
+        z = DiscreteGaussian(self.sigma2).sample(count, rng=resolve_rng(rng, secure=secure))
+        return self.grid * (grid_index(x, self.grid) + z).astype(float)

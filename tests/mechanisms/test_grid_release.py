@@ -1,0 +1,91 @@
+"""Real values released on a grid with exact discrete noise (dpopt.mechanisms.grid_release)."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import dpopt
+from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian
+from dpopt.mechanisms.gaussian import analytic_sigma
+from dpopt.mechanisms.grid_release import GridGaussian, GridLaplace, discrete_gaussian_delta, grid_index, grid_sensitivity
+from dpopt.validation import InvalidParameterError
+
+finite = st.floats(-1e6, 1e6, allow_nan=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=finite, shift=st.floats(0, 50), sensitivity=st.floats(1e-3, 50), grid=st.floats(1e-2, 10))
+def test_neighbours_grid_indices_differ_by_at_most_s(a, shift, sensitivity, grid):
+    """|a - b| <= Delta (exactly, as rationals) implies |index(a) - index(b)| <= ceil(Delta / g): the rounding's only cost."""
+    b = a + shift
+    if Fraction(b) - Fraction(a) > Fraction(sensitivity):
+        return
+    assert abs(grid_index(b, grid) - grid_index(a, grid)) <= grid_sensitivity(sensitivity, grid)
+
+
+def test_grid_index_rounds_half_up_exactly_where_float_division_does_not():
+    assert grid_index(0.15, 0.1) == math.floor(Fraction(0.15) / Fraction(0.1) + Fraction(1, 2))
+    assert grid_index(2.5, 1.0) == 3 and grid_index(-2.5, 1.0) == -2  # floor(x + 1/2): shift-equivariant
+    assert grid_index(3.5, 1.0) - grid_index(2.5, 1.0) == 1
+
+
+@pytest.mark.parametrize("sensitivity,epsilon,grid", [(1.0, 1.0, 0.1), (3.0, 0.3, 1.0), (1.0, 2.0, 0.3), (0.7, 0.05, 0.01)])
+def test_grid_laplace_loss_is_exactly_at_most_epsilon_and_within_2_to_minus_20(sensitivity, epsilon, grid):
+    mech = GridLaplace(sensitivity, epsilon, grid)
+    assert Fraction(mech.steps) / mech.scale <= Fraction(epsilon)
+    assert mech.privacy_loss() >= epsilon * (1 - 2.0**-19)
+
+
+def _hockey_stick(sigma2: float, epsilon: float, steps: int) -> float:
+    """delta(epsilon) by its definition, sum_z max(P(z) - e^eps P(z - S), 0), on the pmf (the independent route)."""
+    width = int(40 * math.sqrt(sigma2)) + 40 + steps
+    z = np.arange(-width, width + 1)
+    p = DiscreteGaussian(Fraction(sigma2).limit_denominator(2**20)).pmf(z, terms=width)
+    q = DiscreteGaussian(Fraction(sigma2).limit_denominator(2**20)).pmf(z - steps, terms=width)
+    return float(np.maximum(p - math.exp(epsilon) * q, 0).sum())
+
+
+@pytest.mark.parametrize("sigma2,epsilon,steps", [(4.0, 1.0, 1), (30.0, 0.5, 2), (100.0, 1.0, 3), (2.25, 2.0, 1)])
+def test_cks_theorem_7_delta_equals_the_hockey_stick_divergence(sigma2, epsilon, steps):
+    assert discrete_gaussian_delta(sigma2, epsilon, steps) == pytest.approx(_hockey_stick(sigma2, epsilon, steps), rel=1e-9, abs=1e-15)
+
+
+def test_grid_gaussian_meets_delta_and_matches_the_continuous_calibration_on_a_fine_grid():
+    mech = GridGaussian(1.0, 1.0, 1e-5, 0.1)
+    assert mech.achieved_delta <= 1e-5
+    assert discrete_gaussian_delta(float(mech.sigma2) - 1 / 1024, 1.0, mech.steps) > 1e-5  # the smallest on the lattice
+    continuous = (analytic_sigma(1.0, 1.0, 1e-5) / 0.1) ** 2
+    assert float(mech.sigma2) == pytest.approx(continuous, rel=1e-3)
+
+
+@pytest.mark.parametrize("mechanism,extra", [("discrete_laplace", {}), ("discrete_gaussian", {"delta": 1e-6})])
+def test_calibrated_grid_releases_are_exact_noise_around_the_rounded_value(mechanism, extra):
+    solution = dpopt.solve(dpopt.Calibration(mechanism=mechanism, epsilon=0.8, sensitivity=1.0, grid=0.25, **extra))
+    assert solution.certificate.ok and solution.summary()["sampler"].startswith("exact")
+    draws = solution.sample(3.3, 100_000, rng=3)
+    steps = np.round(draws / 0.25).astype(int) - grid_index(3.3, 0.25)
+    assert np.allclose(draws, 0.25 * (steps + grid_index(3.3, 0.25)))
+    values, counts = np.unique(steps, return_counts=True)
+    keep = counts >= 20
+    if mechanism == "discrete_laplace":
+        t = float(Fraction(solution.parameters["discrete_scale"]))
+        pmf = np.exp(-np.abs(values[keep]) / t)
+    else:
+        pmf = DiscreteGaussian(solution.parameters["discrete_sigma2"]).pmf(values[keep])
+    assert stats.chisquare(counts[keep], pmf / pmf.sum() * counts[keep].sum()).pvalue > 1e-4
+    assert dpopt.audit(solution, draws=30_000, confidence=0.999).passed
+
+
+def test_grid_is_refused_where_it_means_nothing_or_is_too_fine():
+    with pytest.raises(InvalidParameterError, match="grid"):
+        dpopt.Calibration(mechanism="laplace", epsilon=1.0, grid=0.1)
+    with pytest.raises(InvalidParameterError, match="grid"):
+        dpopt.Calibration(mechanism="discrete_laplace", epsilon=1.0, grid=1e-6)
+    for bad in (0.0, -1.0, float("nan"), "0.1"):
+        with pytest.raises(InvalidParameterError, match="grid"):
+            dpopt.Calibration(mechanism="discrete_laplace", epsilon=1.0, grid=bad)
