@@ -78,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--secure", action="store_true", help="draw from the OS secure source (secrets)")
     sample_cmd.add_argument("--method", default="auto")
     sample_cmd.add_argument("--solver", default=None)
+    sample_cmd.add_argument("--float", action="store_true", dest="float_path",
+                            help="allow a floating-point sampler (simulation studies only, not releases)")
 
     audit_cmd = commands.add_parser("audit", help="a statistical lower bound on epsilon from the solution's own releases")
     audit_cmd.add_argument("problem", metavar="PROBLEM.toml")
@@ -168,7 +170,7 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
         raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
     true_value = _true_value(problem, args.true_value)
     solution = _certified(solve(problem, args.method, solver=args.solver))
-    releases = solution.sample(true_value, count, rng=args.seed, secure=args.secure)
+    releases = solution.sample(true_value, count, rng=args.seed, secure=args.secure, exact=not args.float_path)
     summary = solution.summary()
     return [
         {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate", "sampler")}

@@ -154,7 +154,7 @@ class Solution:
         return data
 
     def sample(
-        self, true_value: int, count: int = 1, *, rng: Any = None, secure: bool = False
+        self, true_value: int, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True
     ) -> np.ndarray:
         """Draw ``count`` releases for ``true_value``.
 
@@ -168,6 +168,11 @@ class Solution:
             Seeded source; ``None`` draws a fresh OS seed.
         secure : bool
             Draw uniforms from :mod:`secrets` instead.
+        exact : bool
+            Releases (the default) must come from an exact sampler
+            (:mod:`dpopt.exact_sampling`); a mechanism sampled by floating point (continuous
+            Laplace, Gaussian, ...) is refused unless ``exact=False``, which is for
+            simulation studies, never for releases.
 
         Returns
         -------
@@ -189,6 +194,12 @@ class Solution:
                 raise fail("true_value", self.kind, f"one of the inputs {rows[0]}..{rows[-1]}", true_value)
             row = rows.index(true_value)
         count = check_count(count, self.kind)
+        if not isinstance(exact, bool):
+            raise fail("exact", self.kind, "True or False", exact)
+        if exact and not self.sampler_description.startswith("exact"):
+            raise fail("exact", self.kind, "False to draw from this mechanism: it has no exact sampler, and its floating-point draws "
+                       "are for simulation studies, not releases (release real values with the discrete_laplace or "
+                       "discrete_gaussian calibration on a grid)", exact)
         source = resolve_rng(rng, secure=secure)
         if not self.certificate.ok:
             raise fail("certificate", self.kind, "a passing privacy certificate before sampling", self.certificate.to_dict())

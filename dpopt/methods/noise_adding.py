@@ -35,11 +35,16 @@ import numpy as np
 import pandas as pd
 
 from dpopt.certificates import Certificate
+from dpopt.exact_sampling import EXACT_SAMPLER
+from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.mechanisms.integer_noise import PeriodicNoise
-from dpopt.mechanisms.staircase import DiscreteStaircaseMechanism
-from dpopt.mechanisms.neighbouring_sets import ring_noise, staircase_noise, symmetric_shifts
+from dpopt.mechanisms.neighbouring_sets import (
+    ring_noise,
+    staircase_noise,
+    symmetric_shifts,
+)
 from dpopt.mechanisms.piecewise_noise import PiecewiseNoise
-from dpopt.mechanisms.staircase import optimal_gamma
+from dpopt.mechanisms.staircase import DiscreteStaircaseMechanism, optimal_gamma
 from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
 from dpopt.programs.noise_adding import (
     build_grid_program,
@@ -51,12 +56,11 @@ from dpopt.programs.noise_adding import (
     repair_window,
     strictly_private_cells,
 )
-from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.registry import register, register_reader
-from dpopt.validation import check_array
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution, mechanism_frame
 from dpopt.solvers import run_program
+from dpopt.validation import check_array
 
 KIND = "noise_adding"
 
@@ -122,6 +126,7 @@ def _solution(problem: NoiseAdding, noise: PeriodicNoise, certificate: Certifica
         details={"noise": noise, "window": problem.window, "noise_pmf": noise.window.tolist()},
         sampler=sampler,
         integer_inputs=True,
+        sampling=EXACT_SAMPLER,  # PeriodicNoise draws exactly
         **fields,
     )
 

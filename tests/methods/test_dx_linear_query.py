@@ -41,7 +41,9 @@ def test_cli_solve_compare_sample(capsys):
     assert main(["compare", str(PROBLEMS / "dx_example1.toml")]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {line["method"] for line in lines} >= {"strategy1", "strategy2", "psa", "exact", "alternating"}
-    assert main(["sample", str(PROBLEMS / "dx_example1.toml"), "--count", "3", "--seed", "1"]) == 0
+    assert main(["sample", str(PROBLEMS / "dx_example1.toml"), "--count", "3", "--seed", "1"]) == 2  # continuous: not a release
+    assert "exact" in capsys.readouterr().err
+    assert main(["sample", str(PROBLEMS / "dx_example1.toml"), "--count", "3", "--seed", "1", "--float"]) == 0
     assert np.array(json.loads(capsys.readouterr().out)["releases"]).shape == (3, 2)
 
 

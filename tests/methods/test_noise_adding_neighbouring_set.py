@@ -78,7 +78,7 @@ def test_exports_round_trip_and_edits_are_refused(tmp_path, method):
     solution.export(path)
     back = read_solution(path)
     assert back.certificate.ok and back.objective == pytest.approx(solution.objective, rel=1e-12)
-    np.testing.assert_array_equal(back.sample(0.0, 50, rng=4), solution.sample(0.0, 50, rng=4))
+    np.testing.assert_array_equal(back.sample(0.0, 50, rng=4, exact=False), solution.sample(0.0, 50, rng=4, exact=False))
     path.write_text(path.read_text().replace('"delta": 0.5', '"delta": 0.25'))
     with pytest.raises(ExportFileError):
         read_solution(path)
