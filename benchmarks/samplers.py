@@ -54,15 +54,15 @@ def samplers() -> dict[str, Callable[[int, int], Any]]:
 
     geometric = PeriodicNoise.geometric(1, float(np.exp(-1.0)))
     return {
-        "laplace": lambda n, s: lap.sample(0.0, n, rng=s),
-        "truncated_laplace": lambda n, s: trunc.sample(5.0, n, rng=s),
-        "thresholded_laplace": lambda n, s: thresh.sample(5.0, n, rng=s),
+        "laplace": lambda n, s: lap.sample(0.0, n, rng=s, exact=False),
+        "truncated_laplace": lambda n, s: trunc.sample(5.0, n, rng=s, exact=False),
+        "thresholded_laplace": lambda n, s: thresh.sample(5.0, n, rng=s, exact=False),
         "two_sided_geometric": lambda n, s: geometric.sample(n, rng=s),
-        "staircase": lambda n, s: stair.sample(0.0, n, rng=s),
+        "staircase": lambda n, s: stair.sample(0.0, n, rng=s, exact=False),
         "discrete_staircase": lambda n, s: dstair.sample(0, n, rng=s),
-        "gaussian": lambda n, s: gauss.sample(0.0, n, rng=s),
-        "generalized_gaussian_p3": lambda n, s: gg.sample(0.0, n, rng=s),
-        "truncated_gg_p2": lambda n, s: tgg.sample(5.0, n, rng=s),
+        "gaussian": lambda n, s: gauss.sample(0.0, n, rng=s, exact=False),
+        "generalized_gaussian_p3": lambda n, s: gg.sample(0.0, n, rng=s, exact=False),
+        "truncated_gg_p2": lambda n, s: tgg.sample(5.0, n, rng=s, exact=False),
         "exponential_100_outputs": lambda n, s: expo.sample(0, n, rng=s),
         "randomized_response_k10": lambda n, s: rr.sample(3, n, rng=s),
         "ladder": lambda n, s: ladder.sample(0, n, rng=s),

@@ -35,7 +35,7 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["ExactDiscrete", "random_words", "exact_bernoulli", "exact_geometric", "exact_choice", "exact_choice_rows", "EXACT_SAMPLER", "FLOAT_SAMPLER"]
+__all__ = ["ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_geometric", "exact_choice", "exact_choice_rows", "EXACT_SAMPLER", "FLOAT_SAMPLER"]
 
 #: How a release from a finite mechanism is drawn (reported with every release).
 EXACT_SAMPLER = "exact: float64 entries as dyadic rationals, normalised exactly, integer inverse CDF"
@@ -129,6 +129,24 @@ class ExactDiscrete:
             if r < self.total:
                 result[position] = bisect_right(self.cumulative, r)
         return result[result >= 0]
+
+
+def uniform_below(bounds: np.ndarray, source: Any) -> np.ndarray:
+    """One uniform integer in ``[0, B)`` per bound B (1 <= B <= 2**62), exactly.
+
+    A 64-bit word r is accepted iff ``r >= 2**64 mod B`` (so the accepted words are a whole
+    number of copies of ``[0, B)``) and mapped to ``r mod B``; rejected ones are redrawn.
+    """
+    b = np.asarray(bounds, dtype=np.uint64)
+    out = np.empty(b.size, dtype=np.int64)
+    todo = np.arange(b.size)
+    while todo.size:
+        r = random_words(source, todo.size)
+        floor = (np.uint64(0) - b[todo]) % b[todo]  # 2**64 mod B, by uint64 wrap-around
+        ok = r >= floor
+        out[todo[ok]] = (r[ok] % b[todo[ok]]).astype(np.int64)
+        todo = todo[~ok]
+    return out
 
 
 def exact_bernoulli(probability: float, size: int, source: Any) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 from dpopt.certificates import Certificate
 from dpopt.validation import check_int, fail
 
-__all__ = ["check_count", "RandomSource", "SecureRandom", "resolve_rng", "uniforms", "open_uniforms", "inverse_cdf", "sample_row"]
+__all__ = ["check_count", "require_simulation", "RandomSource", "SecureRandom", "resolve_rng", "uniforms", "open_uniforms", "inverse_cdf", "sample_row"]
 
 
 class SecureRandom:
@@ -62,6 +62,19 @@ def resolve_rng(rng: Any = None, *, secure: bool = False) -> RandomSource:
         return rng
     seed = check_int(rng, "seed", "sampling", low=0)
     return np.random.default_rng(seed)
+
+
+def require_simulation(exact: Any, owner: str) -> None:
+    """Refuse a floating-point sampler unless the caller said ``exact=False`` (simulation only).
+
+    A continuous sampler's doubles leak the true value (Mironov, CCS 2012): releases go through
+    an exact sampler (:mod:`dpopt.exact_sampling`, :mod:`dpopt.mechanisms.grid_release`).
+    """
+    if not isinstance(exact, bool):
+        raise fail("exact", owner, "True or False", exact)
+    if exact:
+        raise fail("exact", owner, "False to draw from this floating-point sampler (simulation studies, not releases; release "
+                   "real values with dpopt.mechanisms.grid_release.GridLaplace / GridGaussian)", exact)
 
 
 def uniforms(source: RandomSource, size: int) -> np.ndarray:

@@ -27,7 +27,7 @@ from dpopt.dx.metric import DXMetric
 from dpopt.dx.scales import PrivacyCheck, check_privacy
 from dpopt.mechanisms.laplace import laplace_ppf
 from dpopt.exact_sampling import exact_choice
-from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
+from dpopt.sampling import check_count, inverse_cdf, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["DXLaplaceMechanism", "DXExponentialMechanism", "dx_mwem", "check_histogram"]
@@ -82,8 +82,9 @@ class DXLaplaceMechanism:
         x = check_histogram(histogram, self.metric.size, "dx laplace mechanism")
         return self.scales * (self.transformed @ x)
 
-    def release(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """``count`` independent releases, shape (count, K)."""
+    def release(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
+        """``count`` independent floating-point releases, shape (count, K): simulation only (``exact=False``)."""
+        require_simulation(exact, "dx laplace mechanism")
         count = check_count(count, "dx laplace mechanism")
         mean = self.answer(histogram)
         u = open_uniforms(resolve_rng(rng, secure=secure), count * mean.size).reshape(count, mean.size)
@@ -148,8 +149,12 @@ def dx_mwem(
     scale: float = 1.0,
     rng: Any = None,
     secure: bool = False,
+    exact: bool = True,
 ) -> np.ndarray:
     """Algorithm 2 (d_X MWEM): a synthetic histogram answering the queries.
+
+    Its measurements are floating-point Laplace draws, so it runs only with ``exact=False``
+    (simulation studies; :func:`dpopt.sampling.require_simulation`).
 
     Each round t: pick q_t with probability ~ ``exp(|q(y_{t-1}) - q(x)| / (4 c T))``
     (the exponential mechanism ``Exp_{2cT}``), measure ``m_t = q_t(x) + Lap(2cT)``, and
@@ -157,6 +162,7 @@ def dx_mwem(
     average of ``y_1..y_T`` (n times a distribution).
     """
     owner = "dx mwem"
+    require_simulation(exact, owner)
     x = check_histogram(histogram, metric.size, owner)
     q = np.atleast_2d(np.asarray(queries, dtype=float))
     if q.shape[1] != metric.size:

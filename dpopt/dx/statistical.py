@@ -28,7 +28,7 @@ import numpy as np
 
 from dpopt.dx.smalldb import envelope_breakpoints, lipschitz_approximation
 from dpopt.mechanisms.laplace import laplace_ppf
-from dpopt.sampling import check_count, open_uniforms, resolve_rng
+from dpopt.sampling import check_count, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_array, check_int, fail
 
 __all__ = ["MAX_JOINT_ROWS", "AttributeScale", "MarginalRelease", "joint_map_error", "marginal_attribute_scale"]
@@ -123,8 +123,9 @@ class MarginalRelease:
                 columns.append(float(attribute.mapped[index].mean()))
         return np.array(columns)
 
-    def release(self, rows: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """``count`` releases for a dataset of n rows (n x d)."""
+    def release(self, rows: Any, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
+        """``count`` floating-point releases for a dataset of n rows (n x d): simulation only (``exact=False``)."""
+        require_simulation(exact, OWNER)
         data = check_array(rows, "rows", OWNER, ndim=2, max_abs=1e12)
         if data.shape != (self.n, len(self.attributes)):
             raise fail("rows", OWNER, f"{self.n} rows of {len(self.attributes)} attributes", data.shape)

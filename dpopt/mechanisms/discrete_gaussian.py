@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.exact_sampling import random_words
+from dpopt.exact_sampling import uniform_below
 from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import fail
 
@@ -50,24 +50,6 @@ def _rational(value: Any, field: str) -> Fraction:
         raise fail(field, OWNER, "a rational in (0, 2**40] with denominator <= 2**60 (a float is its exact dyadic value; "
                    "pass e.g. '7/10' for a short fraction)", value)
     return q
-
-
-def uniform_below(bounds: np.ndarray, source: Any) -> np.ndarray:
-    """One uniform integer in ``[0, B)`` per bound B (1 <= B <= 2**62), exactly.
-
-    A 64-bit word r is accepted iff ``r >= 2**64 mod B`` (so the accepted words are a whole
-    number of copies of ``[0, B)``) and mapped to ``r mod B``; rejected ones are redrawn.
-    """
-    b = np.asarray(bounds, dtype=np.uint64)
-    out = np.empty(b.size, dtype=np.int64)
-    todo = np.arange(b.size)
-    while todo.size:
-        r = random_words(source, todo.size)
-        floor = (np.uint64(0) - b[todo]) % b[todo]  # 2**64 mod B, by uint64 wrap-around
-        ok = r >= floor
-        out[todo[ok]] = (r[ok] % b[todo[ok]]).astype(np.int64)
-        todo = todo[~ok]
-    return out
 
 
 def _bernoulli_ratio(numerator: np.ndarray, denominator: np.ndarray, source: Any) -> np.ndarray:

@@ -33,7 +33,7 @@ import numpy as np
 from scipy import special
 
 from dpopt.mechanisms.noise import AdditiveNoise, check_delta, check_epsilon, check_sensitivity
-from dpopt.sampling import check_count, open_uniforms, resolve_rng
+from dpopt.sampling import check_count, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_array, check_choice, check_int, check_real, fail
 
 __all__ = [
@@ -235,8 +235,9 @@ class TruncatedGeneralizedGaussianMechanism(_BoundedStatistic):
             worst = max(worst, float(np.abs(ratio).max()))
         return worst
 
-    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """Exact draws by inverse CDF restricted to the bounds."""
+    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
+        """Floating-point draws by inverse CDF restricted to the bounds: simulation only (``exact=False``)."""
+        require_simulation(exact, self.owner)
         s = self._true(true_value)
         count = check_count(count, self.owner)
         noise = self._noise
@@ -314,8 +315,9 @@ class TruncatedGeneralizedGaussianVector:
         value = np.sum(unit - (np.abs(v - s) / self.scale) ** self.p, axis=-1) - self.log_mass(s)
         return np.where(inside, value, -np.inf)
 
-    def sample(self, true_values: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """``count`` exact draws, shape (count, r)."""
+    def sample(self, true_values: Any, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
+        """``count`` floating-point draws, shape (count, r): simulation only (``exact=False``)."""
+        require_simulation(exact, self.owner)
         s = self._true(true_values)
         count = check_count(count, self.owner)
         noise = self._noise
@@ -526,7 +528,9 @@ class ThresholdedGeneralizedGaussianMechanism(_BoundedStatistic):
         noise = GeneralizedGaussianNoise(scale=self.scale, p=self.p)
         return float(noise.cdf(self.lower - s)), float(1.0 - noise.cdf(self.upper - s))
 
-    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
+    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
+        """Floating-point draws: simulation only (``exact=False``)."""
+        require_simulation(exact, self.owner)
         s = check_real(true_value, "true_value", self.owner, low=self.lower, high=self.upper)
-        draws = GeneralizedGaussianNoise(scale=self.scale, p=self.p).sample(0.0, count, rng=rng, secure=secure)
+        draws = GeneralizedGaussianNoise(scale=self.scale, p=self.p).sample(0.0, count, rng=rng, secure=secure, exact=False)
         return threshold(s + draws, self.lower, self.upper)

@@ -26,7 +26,8 @@ from scipy.sparse import coo_array
 from scipy.sparse.csgraph import shortest_path
 
 from dpopt.mechanisms.noise import check_epsilon
-from dpopt.sampling import check_count, inverse_cdf, open_uniforms, resolve_rng
+from dpopt.exact_sampling import exact_choice, exact_geometric, uniform_below
+from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_int, fail
 
 __all__ = ["LadderMechanism", "ladders_from_universe", "ladder_matrix"]
@@ -89,7 +90,8 @@ class LadderMechanism:
         return np.where(rung >= 0, prob, 0.0)
 
     def sample(self, true_value: int, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """Exact draws: the rung by inverse CDF (geometric beyond the ladder), then a uniform point in it."""
+        """Exact draws (:mod:`dpopt.exact_sampling`): the rung from its float weights (geometric with
+        the float ratio b beyond the ladder), then a uniform point of the rung by an unbiased integer."""
         value = check_int(true_value, "true_value", OWNER)
         count = check_count(count, OWNER)
         source = resolve_rng(rng, secure=secure)
@@ -97,12 +99,12 @@ class LadderMechanism:
         top = self.ladder[-1]
         _, size = self._rungs(m)
         weights = np.append(size * b ** np.arange(m), 2 * top * b**m / (1 - b))
-        rung = inverse_cdf(weights, open_uniforms(source, count))
-        extra = np.floor(np.log(open_uniforms(source, count)) / np.log(b)).astype(np.int64)
+        rung = exact_choice(weights, count, source)
+        extra = exact_geometric(float(b), count, source)
         rung = np.where(rung == m, m + extra, rung)  # geometric number of rungs past the ladder
         radius, sizes = self._rungs(int(rung.max()) + 1)
         inner = np.where(rung > 0, radius[np.maximum(rung - 1, 0)], -1)  # L_(i-1), or -1 for S_0
-        position = np.floor(open_uniforms(source, count) * sizes[rung]).astype(np.int64)
+        position = uniform_below(sizes[rung], source)
         if (rung == 0).any():
             zero = rung == 0
             position[zero] -= radius[0]  # S_0 = {-L_0, ..., L_0}

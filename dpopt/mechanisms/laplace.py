@@ -23,7 +23,7 @@ import numpy as np
 from scipy import optimize
 
 from dpopt.mechanisms.noise import AdditiveNoise, check_epsilon, check_sensitivity, round_scale_up
-from dpopt.sampling import check_count, open_uniforms, resolve_rng
+from dpopt.sampling import check_count, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_choice, check_real, fail
 
 __all__ = [
@@ -197,8 +197,9 @@ class TruncatedLaplaceMechanism:
         mass = np.exp(self._log_mass(np.array(s), b))
         return (laplace_cdf(v - s, b) - laplace_cdf(self.lower - s, b)) / mass
 
-    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """Exact draws by inverse CDF of the truncated law."""
+    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
+        """Draws by floating-point inverse CDF of the truncated law: simulation only (``exact=False``)."""
+        require_simulation(exact, self.owner)
         s = self._true(true_value)
         count = check_count(count, self.owner)
         b = self.scale
@@ -241,8 +242,10 @@ class ThresholdedLaplaceMechanism:
         inner = laplace_cdf(v - s, self.scale)
         return np.where(v < self.lower, 0.0, np.where(v >= self.upper, 1.0, inner))
 
-    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
+    def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
+        """Floating-point draws: simulation only (``exact=False``)."""
+        require_simulation(exact, self.owner)
         s = check_real(true_value, "true_value", self.owner, low=self.lower, high=self.upper)
         base = LaplaceMechanism(sensitivity=self.sensitivity, epsilon=self.epsilon)
-        return np.clip(base.sample(s, count, rng=rng, secure=secure), self.lower, self.upper)
+        return np.clip(base.sample(s, count, rng=rng, secure=secure, exact=False), self.lower, self.upper)
 

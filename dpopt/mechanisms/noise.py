@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import integrate
 
-from dpopt.sampling import check_count, open_uniforms, resolve_rng
+from dpopt.sampling import check_count, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_real
 
 __all__ = ["AdditiveNoise", "check_epsilon", "check_delta", "check_sensitivity", "round_scale_up"]
@@ -61,8 +61,9 @@ class AdditiveNoise(ABC):
     def ppf(self, u: Any) -> np.ndarray:
         """Inverse of :meth:`cdf` on (0, 1)."""
 
-    def sample(self, true_value: float = 0.0, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """Release ``true_value + Z`` ``count`` times.
+    def sample(self, true_value: float = 0.0, count: int = 1, *, rng: Any = None, secure: bool = False,
+               exact: bool = True) -> np.ndarray:
+        """Draw ``true_value + Z`` ``count`` times by floating point: simulation only (``exact=False``).
 
         Parameters
         ----------
@@ -74,7 +75,10 @@ class AdditiveNoise(ABC):
             Seeded source; ``None`` draws a fresh seed from the OS (never a global RNG).
         secure : bool
             Draw the uniforms from :mod:`secrets` instead.
+        exact : bool
+            Must be False: these draws are not a safe release (:func:`dpopt.sampling.require_simulation`).
         """
+        require_simulation(exact, self.owner)
         value = check_real(true_value, "true_value", self.owner)
         count = check_count(count, self.owner)
         source = resolve_rng(rng, secure=secure)

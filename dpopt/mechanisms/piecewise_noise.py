@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.mechanisms.integer_noise import tail_sums
-from dpopt.sampling import RandomSource, inverse_cdf, open_uniforms, resolve_rng, uniforms
+from dpopt.sampling import RandomSource, inverse_cdf, open_uniforms, require_simulation, resolve_rng, uniforms
 from dpopt.validation import check_array, check_real, fail
 
 __all__ = ["PiecewiseNoise", "range_minimum"]
@@ -137,8 +137,10 @@ class PiecewiseNoise:
         return np.where(v >= 0, 0.5 + half, 0.5 - half)
 
     # -- sampling -----------------------------------------------------------------------
-    def sample(self, count: int, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """``count`` draws: a piece (or a tail period, then a piece of the last period), a uniform point, a sign."""
+    def sample(self, count: int, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
+        """``count`` floating-point draws (simulation only, ``exact=False``): a piece (or a tail period, then a
+        piece of the last period), a uniform point, a sign."""
+        require_simulation(exact, "piecewise noise")
         return self.sample_from(resolve_rng(rng, secure=secure), count)
 
     def sample_from(self, source: RandomSource, count: int) -> np.ndarray:

@@ -160,7 +160,9 @@ def solve_closed_form(problem: Calibration, solver: str | None, repair: bool) ->
     def sampler(true_value: float, count: int, source: RandomSource) -> np.ndarray:
         if isinstance(mech, PeriodicNoise):
             return int(round(true_value)) + mech.sample(count, rng=source)
-        return mech.sample(true_value, count, rng=source)
+        if isinstance(mech, (GridLaplace, GridGaussian)):
+            return mech.sample(true_value, count, rng=source)
+        return mech.sample(true_value, count, rng=source, exact=False)  # Solution.sample gates the float path
 
     params = {"mechanism": problem.mechanism, **params}
     return Solution(

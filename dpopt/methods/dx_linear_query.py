@@ -96,7 +96,8 @@ def dx_solution(problem: DXLinearQuery, transformed: np.ndarray, scales: np.ndar
     def sampler(histogram: Any, count: int, source: RandomSource) -> np.ndarray:
         if not mechanism:
             mechanism.append(DXLaplaceMechanism(transformed, scales, problem.metric))
-        return mechanism[0].release(problem.histogram if histogram is None else histogram, count, rng=source)
+        return mechanism[0].release(problem.histogram if histogram is None else histogram, count, rng=source,
+                                    exact=False)  # Solution.sample gates the float path
 
     parameters: dict[str, Any] = {
         "scales": [float(v) for v in scales],

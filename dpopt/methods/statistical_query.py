@@ -91,7 +91,7 @@ def statistical_solution(problem: StatisticalQuery, scales: np.ndarray, mapped: 
         if not release:  # re-checks Theorem 10's condition itself
             attributes = [AttributeScale(u, m, float(c), 0.0, 0.0) for u, m, c in zip(problem.attribute_values, mapped, scales)]
             release.append(MarginalRelease(attributes, [problem.distances(k) for k in range(problem.attributes)], problem.n))
-        return release[0].release(data, count, rng=source)
+        return release[0].release(data, count, rng=source, exact=False)  # Solution.sample gates the float path
 
     return Solution(
         problem=problem, method=method, exact=True, solver="none", status="closed_form", seconds=0.0,
