@@ -146,10 +146,10 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
             solution.export(str(export), dense=args.dense)
         return [{**solution.summary(), **({"export": str(export)} if export else {})}]
     if args.command == "audit":
-        from dpopt.privacy_audit import AUDIT_LIMITS, UNAUDITED_KINDS, audit_solution
+        from dpopt.privacy_audit import AUDIT_LIMITS, audit_solution
 
-        if problem.kind in UNAUDITED_KINDS:  # refused before any work
-            raise InvalidParameterError("kind", "dpopt audit", "a kind released on a true value (dataset kinds are not audited yet)", problem.kind)
+        if problem.kind in DATA_KINDS and getattr(problem, DATA_KINDS[problem.kind]) is None:  # refused before any work
+            raise InvalidParameterError(DATA_KINDS[problem.kind], "dpopt audit", "given in the problem file (the dataset whose neighbours are audited)", None)
         check_int(args.pairs, "pairs", "dpopt audit", low=0, high=100)
         check_int(args.draws, "draws", "dpopt audit", low=AUDIT_LIMITS["draws"][0], high=AUDIT_LIMITS["draws"][1])
         check_int(args.seed, "seed", "dpopt audit", low=0)

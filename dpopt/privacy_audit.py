@@ -33,7 +33,7 @@ from scipy import stats
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["AuditReport", "PairAudit", "audit", "audit_sampler", "audit_solution", "default_pairs", "textbook_laplace", "float_laplace_support",
-           "AUDIT_LIMITS", "UNAUDITED_KINDS"]
+           "AUDIT_LIMITS"]
 
 OWNER = "audit"
 Sampler = Callable[[Any, int, np.random.Generator], np.ndarray]
@@ -56,10 +56,17 @@ class PairAudit:
     counts: tuple[int, int]
     draws: int
     epsilon_lower_bound: float
+    epsilon: float
+    """The loss certified for this pair (d_X(x, x') for d_X-private kinds)."""
+
+    @property
+    def passed(self) -> bool:
+        return self.epsilon_lower_bound <= self.epsilon * (1 + 1e-9) + 1e-12
 
     def to_dict(self) -> dict[str, Any]:
-        return {"inputs": [_plain(v) for v in self.inputs], "event": self.event, "counts": list(self.counts),
-                "draws": self.draws, "epsilon_lower_bound": self.epsilon_lower_bound}
+        inputs = [np.asarray(v).tolist() if isinstance(v, np.ndarray) else _plain(v) for v in self.inputs]
+        return {"inputs": inputs, "event": self.event, "counts": list(self.counts), "draws": self.draws,
+                "epsilon_lower_bound": self.epsilon_lower_bound, "certified_epsilon": self.epsilon, "passed": self.passed}
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,7 @@ class AuditReport:
 
     epsilon_lower_bound: float
     certified_epsilon: float
+    """The largest epsilon certified for an audited pair."""
     delta: float
     confidence: float
     pairs: tuple[PairAudit, ...] = field(default=())
@@ -75,8 +83,8 @@ class AuditReport:
 
     @property
     def passed(self) -> bool:
-        """No pair's bound exceeds the certified epsilon (a pass is not a proof of privacy)."""
-        return self.epsilon_lower_bound <= self.certified_epsilon * (1 + 1e-9) + 1e-12
+        """No pair's bound exceeds the epsilon certified for it (a pass is not a proof of privacy)."""
+        return all(p.passed for p in self.pairs)
 
     def to_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "epsilon_lower_bound": self.epsilon_lower_bound, "certified_epsilon": self.certified_epsilon,
@@ -86,6 +94,10 @@ class AuditReport:
 
 def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _few_distinct(a: np.ndarray, b: np.ndarray) -> bool:
+    return np.unique(np.concatenate([a, b]), axis=0).shape[0] <= MAX_DISCRETE_EVENTS
 
 
 def _tuple_labels(parts: list[np.ndarray]) -> list[np.ndarray]:
@@ -146,7 +158,7 @@ def _bound(hits: int, other: int, draws: int, delta: float, alpha: float) -> flo
 def audit_sampler(
     sampler: Sampler,
     pairs: Sequence[tuple[Any, Any]],
-    epsilon: float,
+    epsilon: float | Sequence[float],
     *,
     delta: float = 0.0,
     draws: int = 100_000,
@@ -163,8 +175,10 @@ def audit_sampler(
         Draws ``count`` releases for a true input from a seeded Generator.
     pairs : sequence of (x, x')
         Neighbouring inputs to test (each in both directions).
-    epsilon, delta : float
-        The claimed guarantee.
+    epsilon : float or sequence of float
+        The claimed loss: one for every pair, or one per pair (d_X-privacy: d_X(x, x')).
+    delta : float
+        The claimed delta.
     draws : int
         Releases per input and half (selection and estimation each draw this many).
     confidence : float
@@ -174,48 +188,111 @@ def audit_sampler(
     events : sequence of callables
         Extra events ``mask = event(outputs)`` offered to the selection.
     """
-    epsilon = check_real(epsilon, "epsilon", OWNER, low=0.0)
+    if not pairs:
+        raise fail("pairs", OWNER, "at least one pair of neighbouring inputs", pairs)
+    epsilons = [check_real(e, "epsilon", OWNER, low=0.0) for e in (epsilon if isinstance(epsilon, (list, tuple, np.ndarray)) else [epsilon] * len(pairs))]
+    if len(epsilons) != len(pairs):
+        raise fail("epsilon", OWNER, f"one number, or one per pair ({len(pairs)})", epsilon)
     delta = check_real(delta, "delta", OWNER, low=0.0, high=1.0)
     draws = check_int(draws, "draws", OWNER, low=AUDIT_LIMITS["draws"][0], high=AUDIT_LIMITS["draws"][1])
     confidence = check_real(confidence, "confidence", OWNER, low=0.5, high=1.0, high_open=True)
     seed = check_int(seed, "seed", OWNER, low=0)
-    if not pairs:
-        raise fail("pairs", OWNER, "at least one pair of neighbouring inputs", pairs)
     alpha = (1 - confidence) / len(pairs)
     streams = np.random.default_rng(seed).spawn(4 * len(pairs))
     results = []
     for k, (x, y) in enumerate(pairs):
         first_a, first_b = (np.asarray(sampler(v, draws, streams[4 * k + i])) for i, v in enumerate((x, y)))
         second_a, second_b = (np.asarray(sampler(v, draws, streams[4 * k + 2 + i])) for i, v in enumerate((x, y)))
-        tuples = first_a.ndim > 1
-        if tuples:  # a release of several values (a multi-level chain): one label per distinct tuple
+        tuples = first_a.ndim > 1 and _few_distinct(first_a, first_b)
+        if tuples:  # a release of several discrete values (a multi-level chain): one label per distinct tuple
             first_a, first_b, second_a, second_b = _tuple_labels([first_a, first_b, second_a, second_b])
-        name_k, event, forward = _select(first_a, first_b, _candidate_events(first_a, first_b, tuples, events), delta, alpha)
+        if first_a.ndim > 1:  # continuous vectors (d_X answers, marginals): events on each coordinate
+            candidates = [(f"coordinate {j}: {name}", lambda y, j=j, e=e: e(y[:, j]))
+                          for j in range(first_a.shape[1])
+                          for name, e in _candidate_events(first_a[:, j], first_b[:, j], False, ())]
+            candidates += [(getattr(e, "__name__", "event"), e) for e in events]
+        else:
+            candidates = _candidate_events(first_a, first_b, tuples, events)
+        name_k, event, forward = _select(first_a, first_b, candidates, delta, alpha)
         hits_a, hits_b = int(np.count_nonzero(event(second_a))), int(np.count_nonzero(event(second_b)))
         hits, other = (hits_a, hits_b) if forward else (hits_b, hits_a)
         inputs = (x, y) if forward else (y, x)
-        results.append(PairAudit(inputs, name_k, (hits, other), draws, _bound(hits, other, draws, delta, alpha)))
+        results.append(PairAudit(inputs, name_k, (hits, other), draws, _bound(hits, other, draws, delta, alpha), epsilons[k]))
     worst = max(r.epsilon_lower_bound for r in results)
-    return AuditReport(worst, float(epsilon), float(delta), float(confidence), tuple(results), name)
+    return AuditReport(worst, max(epsilons), float(delta), float(confidence), tuple(results), name)
 
 
 # -- auditing a solved mechanism -------------------------------------------------------------
 
-#: Kinds whose releases depend on a dataset rather than a true value: not audited yet.
-UNAUDITED_KINDS = ("dx_linear_query", "statistical_query")
+def _histogram_pairs(solution: Any, random_pairs: int, rng: np.random.Generator) -> list[tuple[Any, Any, float]]:
+    """d_X linear queries: move one record from element i to j; the certified loss is d_X(i, j)."""
+    problem = solution.problem
+    h = problem.histogram
+    if h is None:
+        raise fail("histogram", OWNER, "given in the problem (the dataset whose neighbours are audited)", None)
+    d = problem.metric.matrix
+    movable = [(i, j) for i in np.flatnonzero(h > 0) for j in range(h.size) if j != i and np.isfinite(d[i, j])]
+    if not movable:
+        raise fail("histogram", OWNER, "a dataset with a record that can move to an element at finite distance", h.tolist())
+    i, j = (int(v) for v in solution.certificate.worst_pair[:2])
+    chosen = [(i, j)] if h[i] > 0 and i != j else [(j, i)] if h[j] > 0 and i != j else []
+    chosen += [movable[int(k)] for k in rng.choice(len(movable), size=min(random_pairs, len(movable)), replace=False)]
+    out = []
+    for a, b in dict.fromkeys(chosen):
+        moved = h.copy()
+        moved[a] -= 1
+        moved[b] += 1
+        out.append((h, moved, float(d[a, b])))
+    return out
 
 
-def default_pairs(solution: Any, random_pairs: int = 2, seed: int = 0) -> list[tuple[Any, Any]]:
-    """The certificate's worst neighbouring pair (when it names one) plus ``random_pairs`` random ones.
+def _row_pairs(solution: Any, random_pairs: int, rng: np.random.Generator) -> list[tuple[Any, Any, float]]:
+    """Statistical queries: change one row's value in one attribute; the certified loss is d_i(u, v)."""
+    problem = solution.problem
+    rows = problem.rows
+    if rows is None:
+        raise fail("rows", OWNER, "given in the problem (the dataset whose neighbours are audited)", None)
+    k, a, b = (int(v) for v in solution.certificate.worst_pair)
+    changes = []
+    values = problem.attribute_values
+    holders = np.flatnonzero(rows[:, k] == values[k][a]) if k < len(values) and a < values[k].size else np.zeros(0, int)
+    if holders.size and b < values[k].size and a != b:
+        changes.append((int(holders[0]), k, b))
+    for _ in range(random_pairs):
+        r, attribute = int(rng.integers(rows.shape[0])), int(rng.integers(len(values)))
+        current = int(np.flatnonzero(values[attribute] == rows[r, attribute])[0])
+        other = int(rng.choice([v for v in range(values[attribute].size) if v != current]))
+        changes.append((r, attribute, other))
+    out = []
+    for r, attribute, new in dict.fromkeys(changes):
+        current = int(np.flatnonzero(values[attribute] == rows[r, attribute])[0])
+        changed = rows.copy()
+        changed[r, attribute] = values[attribute][new]
+        out.append((rows, changed, float(problem.distances(attribute)[current, new])))
+    return out
+
+
+def default_pairs(solution: Any, random_pairs: int = 2, seed: int = 0) -> list[tuple[Any, Any, float]]:
+    """``(x, x', certified loss)``: the certificate's worst neighbouring pair (when it names one) plus
+    ``random_pairs`` random ones.
 
     Matrix mechanisms: neighbouring rows (adjacent inputs; a finite universe's neighbour
     relation). Additive noise: (0, Delta) for the sensitivity, or (0, v) for the ends of a
-    neighbouring set V; calibrations: (0, sensitivity).
+    neighbouring set V; calibrations: (0, sensitivity). Dataset kinds: the problem's dataset
+    and a neighbour (one record moved from i to j for d_X linear queries, loss d_X(i, j); one
+    row's attribute changed for statistical queries, loss d_i(u, v)).
     """
-    problem = solution.problem
-    if solution.kind in UNAUDITED_KINDS:
-        raise fail("solution", OWNER, "a mechanism released on a true value (dataset kinds are not audited yet)", solution.kind)
     rng = np.random.default_rng(seed)
+    if solution.kind == "dx_linear_query":
+        return _histogram_pairs(solution, random_pairs, rng)
+    if solution.kind == "statistical_query":
+        return _row_pairs(solution, random_pairs, rng)
+    target = solution.certificate.target
+    return [(x, y, target) for x, y in _value_pairs(solution, random_pairs, rng)]
+
+
+def _value_pairs(solution: Any, random_pairs: int, rng: np.random.Generator) -> list[tuple[Any, Any]]:
+    problem = solution.problem
     if solution.parameters is None:
         inputs = solution.inputs
         if solution.kind == "finite_query":
@@ -239,12 +316,15 @@ def audit_solution(solution: Any, *, draws: int = 100_000, confidence: float = 0
     """Audit a certified Solution's own sampler against its certified (epsilon, delta)."""
     if not solution.certificate.ok:
         raise fail("certificate", OWNER, "a certified solution (an uncertified one is never sampled)", solution.certificate.to_dict())
-    chosen = list(pairs) if pairs is not None else default_pairs(solution, random_pairs, seed)
+    if pairs is not None:
+        chosen = [(x, y, solution.certificate.target) for x, y in pairs]
+    else:
+        chosen = default_pairs(solution, random_pairs, seed)
 
     def sampler(value: Any, count: int, rng: np.random.Generator) -> np.ndarray:
         return np.asarray(solution.sample(value, count, rng=rng, exact=False))  # audits simulate: any sampler
 
-    return audit_sampler(sampler, chosen, solution.certificate.target, delta=solution.certificate.delta, draws=draws, confidence=confidence,
+    return audit_sampler(sampler, [(x, y) for x, y, _ in chosen], [e for _, _, e in chosen], delta=solution.certificate.delta, draws=draws, confidence=confidence,
                  seed=seed, name=solution.sampler_description)
 
 

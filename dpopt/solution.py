@@ -125,6 +125,16 @@ class Solution:
             return self.sampling
         return EXACT_SAMPLER if self.sampler is None else FLOAT_SAMPLER
 
+    @property
+    def certified_distribution(self) -> str:
+        """Which distribution the certificate speaks for, given the sampler (reported as ``certificate.covers``)."""
+        if self.sampler_description.startswith("exact: float64"):
+            return ("the mechanism's float64 entries, sampled exactly as rationals with each row normalised exactly "
+                    "(the normalisation moves a ratio by at most the certificate's max_row_sum_error)")
+        if self.sampler_description.startswith("exact"):
+            return "the exact release the sampler draws"
+        return "the real-valued mechanism, not its floating-point sampler (simulation only; releases refuse it)"
+
     def with_timing(self, *, method: str, exact: bool, seconds: float) -> "Solution":
         """Record how the registry ran it; ``exact`` stays False if the method itself fell short."""
         return dataclasses.replace(self, method=method, exact=exact and self.exact, seconds=seconds)
@@ -141,7 +151,7 @@ class Solution:
             "seconds": self.seconds,
             "alpha": self.alpha,
             "epsilon": self.epsilon,
-            "certificate": self.certificate.to_dict(),
+            "certificate": {**self.certificate.to_dict(), "covers": self.certified_distribution},
             "sampler": self.sampler_description,
         }
         if self.parameters is not None:
