@@ -193,3 +193,18 @@ def test_smalldb_export_reads_back_and_an_edit_that_breaks_theorem_5_is_never_sa
     path.write_text(json.dumps(data))
     with pytest.raises(ExportFileError):
         read_solution(path)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), queries=st.integers(2, 4))
+def test_l1_route_for_several_queries_is_never_worse_on_its_bound_and_certified(seed, queries):
+    """Within c Q' = Q the l1 bound is sum c (the bias term vanishes): exact_l1 is certified on all pairs and
+    no other c Q' = Q route, the l2^2 route ``exact`` included, has a smaller sum c."""
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(3, 7))
+    problem = DXLinearQuery(n=int(rng.integers(5, 60)), query=rng.random((queries, size)).round(3).tolist(),
+                            metric={"type": "euclidean", "coordinates": rng.random((size, 2)).round(3).tolist(), "epsilon": float(rng.uniform(0.3, 2))})
+    own = dpopt.solve(problem, "exact_l1")
+    assert own.certificate.ok
+    for other in ("strategy1", "strategy2", "psa", "exact", "exact_linf"):
+        assert own.details["scales"].sum() <= dpopt.solve(problem, other).details["scales"].sum() * (1 + 1e-6)
