@@ -17,6 +17,7 @@ triangle counts, epsilon = 1, minimax absolute loss; the same optimum by every r
 | primal or dual LP, Clarabel (direct LDL, faer) | | 3.9 s / 5.3 s | > 60 s per iteration |
 | lazy privacy rows, warm dual simplex | | 22 s (19 rounds, 10,241 rows added) | > 10 min |
 | Dantzig-Wolfe over output columns | 0.3 s | 280 s (474 rounds: tailing off; dual smoothing made it worse) | |
+| dual LP, HiGHS PDLP (first order, optimality tolerance 1e-4) | | 4.7 s | > 300 s (time limit; its rows read as a mechanism are 3% off the optimum) |
 
 Lazy rows do not thin this LP (more than half the rows bind: a staircase-like optimum is
 tight on every edge where the level changes, so the optimum is massively degenerate: far
@@ -24,8 +25,10 @@ more binding rows than variables, which is also why simplex and crossover strugg
 Dantzig-Wolfe, although its master has only 2m + |R| rows and a certified Lagrangian bound
 every round, tails off. Direct factorisations fill in: the class graph's separators
 (whole edge-count layers, ~150 classes) times 28 outputs are dense blocks of ~4,000.
-So the LP is solved through its dual (:func:`build_dual_lp`), whose one row per mechanism
-entry suits HiGHS's interior point; the mechanism is read from the dual's row duals and
+Nor does symmetry help: colour refinement of the class graph (cells: triangle count, then
+neighbours' cells) ends with 1044 cells for 1044 classes, so no equitable partition (no
+fractional automorphism) shrinks the LP. So the LP is solved through its dual
+(:func:`build_dual_lp`), whose one row per mechanism entry suits HiGHS's interior point; the mechanism is read from the dual's row duals and
 repaired to exact privacy, and :func:`certified_lower_bound` makes the dual values exactly
 feasible, so every solution carries ``lower_bound <= optimum <= objective``. The issue's
 goal of <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py``).
