@@ -20,9 +20,12 @@ from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
 from dpopt.problems.statistical_query import StatisticalQuery
 from dpopt.registry import compare, compare_table, methods_for, price_of_closed_form, solve
 from dpopt.solution import Solution
+from dpopt.sweeps import sweep
+from dpopt import plot
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError
 
 __all__ = [
+    "plot",
     "audit",
     "Calibration",
     "Certificate",
@@ -44,6 +47,7 @@ __all__ = [
     "price_of_closed_form",
     "repair",
     "solve",
+    "sweep",
 ]
 
 __version__ = "0.1.0"

@@ -4,6 +4,7 @@
     dpopt compare PROBLEM.toml
     dpopt sample PROBLEM.toml --true-value V [--count K] [--seed S | --secure]
     dpopt audit PROBLEM.toml [--method NAME] [--draws N] [--seed S] [--confidence C] [--pairs K]
+    dpopt sweep SWEEP.toml --output RESULTS.parquet [--workers K] [--scheduler ADDRESS] [--no-progress]
 
 Output is JSON on stdout (``compare``: one object per line). Bad input: one line on
 stderr, exit 2. Solver failure: one line naming the solver and its status, exit 3.
@@ -89,6 +90,13 @@ def _parser() -> argparse.ArgumentParser:
     audit_cmd.add_argument("--seed", type=int, default=0)
     audit_cmd.add_argument("--confidence", type=_finite_float, default=0.95)
     audit_cmd.add_argument("--pairs", type=int, default=2, help="random neighbouring pairs besides the certificate's worst (default 2)")
+
+    sweep_cmd = commands.add_parser("sweep", help="solve every cell of a sweep file into one Parquet table (resumable)")
+    sweep_cmd.add_argument("problem", metavar="SWEEP.toml")
+    sweep_cmd.add_argument("--output", required=True, metavar="RESULTS.parquet", help="written as cells finish; a rerun resumes")
+    sweep_cmd.add_argument("--workers", type=int, default=1, help="local worker processes (default 1: this process)")
+    sweep_cmd.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a Dask scheduler to run the cells on")
+    sweep_cmd.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return parser
 
 
@@ -136,6 +144,15 @@ def _certified(solution: Any) -> Any:
 
 def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Do the command's work; return the JSON objects to print."""
+    if args.command == "sweep":
+        from dpopt.sweeps import load_sweep, run_sweep
+
+        check_int(args.workers, "workers", "dpopt sweep", low=1, high=256)
+        output = args.output
+        table = run_sweep(load_sweep(args.problem), output=output, workers=args.workers, scheduler=args.scheduler,
+                          progress=not args.no_progress)
+        failed = int((table["error"].fillna("") != "").sum())
+        return [{"kind": "sweep", "rows": len(table), "failed": failed, "output": str(output)}]
     problem = load_problem(args.problem)
     if args.command == "solve":
         export = check_export_path(args.export) if args.export is not None else None

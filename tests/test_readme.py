@@ -29,5 +29,5 @@ def test_python_examples_run(tmp_path, monkeypatch):
 @pytest.mark.parametrize("command", COMMANDS)
 def test_cli_examples_run(command, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # --export files land here
-    args = [str(ROOT / a) if a.startswith("problems/") else a for a in shlex.split(command)[1:]]
+    args = [str(ROOT / a) if a.startswith(("problems/", "sweeps/")) else a for a in shlex.split(command)[1:]]
     assert main(args) == 0, capsys.readouterr().err

@@ -1,0 +1,421 @@
+"""Sweeps: many problems from one file, solved in-process or in worker processes, resumable, one tidy table.
+
+A sweep file (TOML, ``kind = "sweep"``) holds a base problem (the ``[base]`` table, or
+``base = "path/to/problem.toml"``), a ``[grid]`` of field values crossed with each other,
+an optional ``[zip]`` of equally long lists varied together (crossed with the grid), and
+``methods`` (default: every method that applies to each cell)::
+
+    kind = "sweep"
+    methods = ["lp", "factored"]
+    [base]
+    kind = "count_query"
+    loss = "absolute"
+    n = 10
+    [grid]
+    alpha = [0.3, 0.5, 0.7]
+    n = [5, 10]
+
+Every cell's problem is built (and so validated, naming the field and the cell) before any
+solve. Each (cell, method) becomes one row of a tidy table: the cell's varied fields,
+``method``, ``solver``, ``status``, ``objective``, ``lower_bound`` / ``upper_bound`` when the
+method reports them, the certificate's ``certificate_ok``, ``max_privacy_loss`` and
+``target``, ``seconds``, and ``error`` (a failing cell is a row with its error, never the end
+of the sweep). Rows are keyed by a hash of the cell's problem and the method.
+
+With ``output``, rows are written to Parquet as they arrive, in part files under
+``<output>.parts/`` (one per batch), and gathered into ``output`` at the end; a rerun skips
+every key already in ``output`` or its parts, so an interrupted sweep resumes where it
+stopped and ends with the table an uninterrupted run gives.
+
+Work is sent as problem descriptions (dicts), never as solver state: ``workers > 1`` runs
+cells in local processes (:mod:`concurrent.futures`), and ``scheduler`` (an address, or a
+``dask.distributed.Client``) sends them to a Dask cluster when Dask is installed
+(``pip install "dask[distributed]"``; not a dependency of dpopt).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import time
+import tomllib
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from dpopt.limits import MAX_PROBLEM_FILE_BYTES
+from dpopt.problem_files import problem_from_dict, read_problem_file
+from dpopt.validation import InvalidParameterError, check_int, fail, read_text_file
+
+__all__ = ["Sweep", "Cell", "load_sweep", "sweep", "sweep_from_dict", "run_sweep", "solve_cell", "MAX_CELLS"]
+
+OWNER = "sweep"
+#: Largest number of (cell, method) rows one sweep file may ask for.
+MAX_CELLS = 100_000
+#: Rows per Parquet part file (and per progress update in worker mode).
+BATCH = 64
+SWEEP_KEYS = ("kind", "base", "grid", "zip", "methods", "title", "source")
+#: Table columns every row has, in this order (the cell's varied fields come first).
+RESULT_COLUMNS = ("key", "method", "solver", "status", "exact", "objective", "lower_bound", "upper_bound",
+                  "certificate_ok", "max_privacy_loss", "target", "seconds", "error")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (problem, method) to solve: the varied fields, the full problem description, its key."""
+
+    parameters: dict[str, Any]
+    problem: dict[str, Any]
+    method: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A parsed sweep: the cells to solve, in order."""
+
+    cells: tuple[Cell, ...]
+    varied: tuple[str, ...]
+
+
+def _cell_key(problem: dict[str, Any], method: str) -> str:
+    text = json.dumps({"problem": problem, "method": method}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _values(table: Any, name: str) -> dict[str, list[Any]]:
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise fail(name, OWNER, "a table of field = [values]", type(table).__name__)
+    out = {}
+    for field, values in table.items():
+        if field == "kind":
+            raise fail(f"{name}.kind", OWNER, "fixed in [base] (a sweep varies fields of one kind)", values)
+        if not isinstance(values, list) or not values:
+            raise fail(f"{name}.{field}", OWNER, "a non-empty list of values", values)
+        out[field] = values
+    return out
+
+
+def sweep_from_dict(data: dict[str, Any], *, origin: str = "sweep file", base_dir: Path | None = None) -> Sweep:
+    """Parse and validate a sweep description; every cell's problem is built before returning."""
+    if not isinstance(data, dict) or data.get("kind") != "sweep":
+        raise fail("kind", origin, '"sweep"', data.get("kind") if isinstance(data, dict) else type(data).__name__)
+    unknown = sorted(set(data) - set(SWEEP_KEYS))
+    if unknown:
+        raise fail(unknown[0], origin, "absent: a sweep takes " + ", ".join(SWEEP_KEYS), data[unknown[0]])
+    base = data.get("base")
+    if isinstance(base, str):
+        path = Path(base) if base_dir is None or Path(base).is_absolute() else base_dir / base
+        base = _problem_dict(path)
+    if not isinstance(base, dict) or "kind" not in base:
+        raise fail("base", origin, "a [base] problem table with its kind, or the path of a problem file", base)
+    grid, zipped = _values(data.get("grid"), "grid"), _values(data.get("zip"), "zip")
+    if set(grid) & set(zipped):
+        field = sorted(set(grid) & set(zipped))[0]
+        raise fail(f"zip.{field}", origin, "varied in [grid] or [zip], not both", zipped[field])
+    lengths = {len(v) for v in zipped.values()}
+    if len(lengths) > 1:
+        raise fail("zip", origin, "lists of one common length (they vary together)", {k: len(v) for k, v in zipped.items()})
+    methods = data.get("methods")
+    if methods is not None and (not isinstance(methods, list) or not methods or not all(isinstance(m, str) for m in methods)):
+        raise fail("methods", origin, "a non-empty list of method names (omit it for every applicable method)", methods)
+    combos = _combinations(grid, zipped)
+    count = len(combos) * (len(methods) if methods else 1)
+    if count > MAX_CELLS:
+        raise fail("grid", origin, f"at most {MAX_CELLS:,} (cell, method) rows", count)
+    cells = []
+    for index, parameters in enumerate(combos):
+        problem = {**base, **parameters}
+        built = _build(problem, index, parameters)
+        names = methods if methods else [m.name for m in _applicable(built)]
+        for method in names:
+            _check_method(built, method, index, parameters)
+            cells.append(Cell(parameters, problem, method, _cell_key(problem, method)))
+    return Sweep(tuple(cells), tuple(grid) + tuple(zipped))
+
+
+def _combinations(grid: dict[str, list[Any]], zipped: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    crossed = [dict(zip(grid, values)) for values in itertools.product(*grid.values())] if grid else [{}]
+    together = [dict(zip(zipped, values)) for values in zip(*zipped.values())] if zipped else [{}]
+    return [{**a, **b} for a in crossed for b in together]
+
+
+def _problem_dict(path: Path) -> dict[str, Any]:
+    text = read_text_file(path, "base", OWNER, max_bytes=MAX_PROBLEM_FILE_BYTES, what="a TOML problem file")
+    read_problem_file(path)  # validated as a problem file on its own first
+    return {k: v for k, v in tomllib.loads(text).items() if k not in ("title", "source", "expected_objective")}
+
+
+def _build(problem: dict[str, Any], index: int, parameters: dict[str, Any]) -> Any:
+    try:
+        return problem_from_dict(problem, origin=f"sweep cell {index}")
+    except InvalidParameterError as exc:  # the same refusal, saying which cell
+        raise InvalidParameterError(exc.parameter, f"{exc.owner} (sweep cell {index}: {_describe(parameters)})", exc.allowed, exc.got) from None
+
+
+def _applicable(problem: Any) -> list[Any]:
+    from dpopt.registry import methods_for
+
+    return methods_for(problem)
+
+
+def _check_method(problem: Any, method: str, index: int, parameters: dict[str, Any]) -> None:
+    from dpopt.registry import REGISTRY, _load_methods
+
+    _load_methods()
+    if method != "auto" and method not in REGISTRY.get(problem.kind, {}):
+        raise fail("methods", OWNER, f"methods of {problem.kind} (" + ", ".join(sorted(REGISTRY.get(problem.kind, {}))) + ")", method)
+
+
+def _describe(parameters: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in parameters.items()) or "the base problem"
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Read and validate a sweep file (every cell built before any work)."""
+    text = read_text_file(path, "SWEEP", "dpopt", max_bytes=MAX_PROBLEM_FILE_BYTES, what="a TOML sweep file")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise fail("SWEEP", "dpopt", "valid TOML", f"{path}: {exc}") from None
+    return sweep_from_dict(data, origin=Path(path).name, base_dir=Path(path).parent)
+
+
+# -- solving one cell (runs in the driver, a worker process or a Dask worker) -------------------
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def solve_cell(problem: dict[str, Any], method: str, key: str) -> dict[str, Any]:
+    """Solve one cell from its description; any failure becomes the row's ``error``."""
+    from dpopt.registry import solve
+
+    row: dict[str, Any] = {"key": key, "method": method}
+    start = time.perf_counter()
+    try:
+        solution = solve(problem_from_dict(problem, origin="sweep cell"), method)
+    except Exception as exc:  # a failing cell never stops the sweep: it is recorded
+        row.update(error=f"{type(exc).__name__}: {' '.join(str(exc).split())}", seconds=time.perf_counter() - start)
+        return row
+    details = solution.details
+    row.update(
+        method=solution.method, solver=solution.solver, status=solution.status, exact=bool(solution.exact),
+        objective=_number(solution.objective),
+        lower_bound=_number(details.get("lower_bound")), upper_bound=_number(details.get("upper_bound")),
+        certificate_ok=bool(solution.certificate.ok), max_privacy_loss=_number(solution.certificate.max_privacy_loss),
+        target=_number(solution.certificate.target), seconds=time.perf_counter() - start, error="",
+    )
+    return row
+
+
+def _solve_batch(batch: list[tuple[dict[str, Any], str, str]]) -> list[dict[str, Any]]:
+    return [solve_cell(problem, method, key) for problem, method, key in batch]
+
+
+# -- running a sweep ----------------------------------------------------------------------
+
+def _parts_dir(output: Path) -> Path:
+    return output.with_name(output.name + ".parts")
+
+
+def _done_keys(output: Path | None) -> set[str]:
+    if output is None:
+        return set()
+    keys: set[str] = set()
+    files = ([output] if output.exists() else []) + sorted(_parts_dir(output).glob("part-*.parquet")) if output else []
+    for file in files:
+        try:
+            keys.update(pd.read_parquet(file, columns=["key"])["key"].tolist())
+        except Exception:  # a part cut short by an interruption: its cells are solved again
+            file.unlink(missing_ok=True)
+    return keys
+
+
+def _frame(rows: list[dict[str, Any]], cells: dict[str, Cell], varied: tuple[str, ...]) -> pd.DataFrame:
+    records = []
+    for row in rows:
+        cell = cells[row["key"]]
+        record = {name: _plain(cell.parameters.get(name)) for name in varied}
+        record.update({column: row.get(column) for column in RESULT_COLUMNS})
+        record["method"] = cell.method  # the method asked for (auto records what it chose in status/solver)
+        records.append(record)
+    frame = pd.DataFrame.from_records(records, columns=[*varied, *RESULT_COLUMNS])
+    for column in ("objective", "lower_bound", "upper_bound", "max_privacy_loss", "target", "seconds"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    for column in ("exact", "certificate_ok"):  # None for a failed cell
+        frame[column] = frame[column].astype("boolean")
+    for column in ("solver", "status", "error"):
+        frame[column] = frame[column].fillna("").astype(str)
+    for column in varied:  # a grid of lists or mixed types is stored as text
+        if frame[column].map(lambda v: isinstance(v, (list, dict))).any():
+            frame[column] = frame[column].map(json.dumps)
+    return frame
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+class _Writer:
+    """Parquet part files, one per batch, written as rows arrive."""
+
+    def __init__(self, output: Path | None, cells: dict[str, Cell], varied: tuple[str, ...]) -> None:
+        self.output, self.cells, self.varied = output, cells, varied
+        self.pending: list[dict[str, Any]] = []
+        self.rows: list[dict[str, Any]] = []
+        if output is not None:
+            _parts_dir(output).mkdir(parents=True, exist_ok=True)
+
+    def add(self, rows: Iterable[dict[str, Any]]) -> None:
+        rows = list(rows)
+        self.rows.extend(rows)
+        self.pending.extend(rows)
+        if len(self.pending) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.output is None or not self.pending:
+            self.pending = []
+            return
+        parts = _parts_dir(self.output)
+        name = f"part-{time.time_ns()}.parquet"
+        temporary = parts / f".{name}.tmp"
+        _frame(self.pending, self.cells, self.varied).to_parquet(temporary, index=False)
+        temporary.replace(parts / name)  # a part is whole or absent
+        self.pending = []
+
+    def gather(self) -> pd.DataFrame:
+        """Every row of this sweep (earlier runs' included), in the sweep's cell order."""
+        self.flush()
+        order = {key: i for i, key in enumerate(self.cells)}
+        if self.output is None:
+            frame = _frame(self.rows, self.cells, self.varied)
+        else:
+            files = ([self.output] if self.output.exists() else []) + sorted(_parts_dir(self.output).glob("part-*.parquet"))
+            frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True) if files else _frame([], self.cells, self.varied)
+            frame = frame[frame["key"].isin(order)].drop_duplicates("key", keep="last")
+        frame = frame.sort_values("key", key=lambda k: k.map(order)).reset_index(drop=True)
+        if self.output is not None:
+            temporary = self.output.with_name(f".{self.output.name}.tmp")
+            frame.to_parquet(temporary, index=False)
+            temporary.replace(self.output)
+            for part in _parts_dir(self.output).glob("part-*.parquet"):
+                part.unlink()
+            _parts_dir(self.output).rmdir()
+        return frame
+
+
+def run_sweep(
+    sweep: Sweep,
+    *,
+    output: str | Path | None = None,
+    workers: int = 1,
+    scheduler: Any = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Solve every cell not already in ``output``; return the whole table (see the module docstring).
+
+    Parameters
+    ----------
+    sweep : Sweep
+        From :func:`load_sweep` or :func:`sweep_from_dict`.
+    output : path, optional
+        Parquet file written incrementally (and read back to resume).
+    workers : int
+        Local worker processes (1: in this process).
+    scheduler : str or dask.distributed.Client, optional
+        Run on a Dask cluster instead.
+    progress : bool
+        A tqdm bar with completed / failed counts and an ETA (on stderr).
+    """
+    workers = check_int(workers, "workers", OWNER, low=1, high=256)
+    target = Path(output) if output is not None else None
+    if target is not None and (target.suffix != ".parquet" or not target.parent.is_dir()):
+        raise fail("output", OWNER, "a path ending in .parquet in an existing folder", str(target))
+    cells = {cell.key: cell for cell in sweep.cells}
+    done = _done_keys(target)
+    todo = [cell for cell in sweep.cells if cell.key not in done]
+    writer = _Writer(target, cells, sweep.varied)
+    bar = _progress_bar(len(sweep.cells), len(sweep.cells) - len(todo), progress)
+    try:
+        for rows in _execute(todo, workers, scheduler):
+            writer.add(rows)
+            bar.update(len(rows))
+            failed = sum(1 for r in writer.rows if r.get("error"))
+            bar.set_postfix(failed=failed, remaining=len(todo) - len(writer.rows))
+    finally:
+        bar.close()
+        writer.flush()
+    return writer.gather()
+
+
+def _progress_bar(total: int, initial: int, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, disable=not enabled, desc="sweep", unit="cell")
+
+
+def _batches(cells: list[Cell], size: int) -> Iterator[list[tuple[dict[str, Any], str, str]]]:
+    for start in range(0, len(cells), size):
+        yield [(c.problem, c.method, c.key) for c in cells[start:start + size]]
+
+
+def _execute(cells: list[Cell], workers: int, scheduler: Any) -> Iterator[list[dict[str, Any]]]:
+    if scheduler is not None:
+        yield from _execute_dask(cells, scheduler)
+    elif workers == 1:
+        for cell in cells:
+            yield [solve_cell(cell.problem, cell.method, cell.key)]
+    else:
+        size = max(1, min(BATCH // 4, math.ceil(len(cells) / (4 * workers))))
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(_solve_batch, batch) for batch in _batches(cells, size)]
+            for future in as_completed(futures):
+                yield future.result()
+
+
+def _execute_dask(cells: list[Cell], scheduler: Any) -> Iterator[list[dict[str, Any]]]:
+    try:
+        from dask.distributed import Client, as_completed as dask_completed
+    except ImportError:
+        raise fail("scheduler", OWNER, 'usable: Dask is not installed (pip install "dask[distributed]")', str(scheduler)) from None
+    if isinstance(scheduler, Client):
+        client = scheduler
+    else:
+        try:
+            client = Client(scheduler, timeout=20)
+        except (OSError, TimeoutError, ValueError) as exc:  # refused before any cell ran
+            raise fail("scheduler", OWNER, "the address of a reachable Dask scheduler", f"{scheduler} ({type(exc).__name__})") from None
+    try:
+        futures = client.map(_solve_batch, list(_batches(cells, 8)), pure=False)
+        for future in dask_completed(futures):
+            yield future.result()
+    finally:
+        if client is not scheduler:
+            client.close()
+
+
+def sweep(spec: Any, **options: Any) -> pd.DataFrame:
+    """``dpopt.sweep``: run a sweep given as a path, a dict or a :class:`Sweep` (options of :func:`run_sweep`)."""
+    if isinstance(spec, Sweep):
+        parsed = spec
+    elif isinstance(spec, dict):
+        parsed = sweep_from_dict(spec)
+    elif isinstance(spec, (str, Path)):
+        parsed = load_sweep(spec)
+    else:
+        raise fail("spec", OWNER, "a sweep file path, a dict or a Sweep", type(spec).__name__)
+    return run_sweep(parsed, **options)

@@ -1,0 +1,210 @@
+"""Sweeps (dpopt.sweeps): the issue's smallest file, workers, resuming, failures, refusals."""
+
+import json
+
+import pandas as pd
+import pytest
+
+import dpopt.sweeps as sweeps
+from dpopt.cli import main
+from dpopt.sweeps import load_sweep, run_sweep, sweep_from_dict
+from dpopt.validation import InvalidParameterError
+
+SMALLEST = """
+kind = "sweep"
+methods = ["lp", "factored"]
+[base]
+kind = "count_query"
+loss = "absolute"
+n = 10
+[grid]
+alpha = [0.3, 0.5, 0.7]
+n = [5, 10]
+"""
+STABLE = ["alpha", "n", "method", "solver", "status", "exact", "objective", "lower_bound", "upper_bound",
+          "certificate_ok", "max_privacy_loss", "target", "error", "key"]
+
+
+@pytest.fixture
+def smallest(tmp_path):
+    path = tmp_path / "sweep.toml"
+    path.write_text(SMALLEST)
+    return path
+
+
+def test_the_smallest_file_gives_twelve_tidy_rows(smallest, tmp_path):
+    table = run_sweep(load_sweep(smallest), output=tmp_path / "out.parquet", progress=False)
+    assert len(table) == 12
+    assert {"alpha", "n", "method", "status", "objective", "seconds", "certificate_ok", "error"} <= set(table.columns)
+    assert table["certificate_ok"].all() and (table["error"] == "").all()
+    # lp and factored reach the same optimum in every cell (two exact routes)
+    pivot = table.pivot_table(index=["alpha", "n"], columns="method", values="objective")
+    assert (abs(pivot["lp"] - pivot["factored"]) <= 1e-9 * pivot["lp"]).all()
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "out.parquet"), table)
+    assert not (tmp_path / "out.parquet.parts").exists()
+
+
+def test_serial_and_two_worker_processes_give_the_same_table(smallest):
+    serial = run_sweep(load_sweep(smallest), progress=False)
+    parallel = run_sweep(load_sweep(smallest), workers=2, progress=False)
+    pd.testing.assert_frame_equal(serial[STABLE], parallel[STABLE])
+
+
+def test_an_interrupted_sweep_resumes_with_the_missing_cells_only(smallest, tmp_path, monkeypatch):
+    output = tmp_path / "out.parquet"
+    monkeypatch.setattr(sweeps, "BATCH", 2)
+    real = sweeps.solve_cell
+    calls = []
+
+    def interrupted(problem, method, key):
+        if len(calls) == 7:
+            raise KeyboardInterrupt  # the driver stopped mid-way
+        calls.append(key)
+        return real(problem, method, key)
+
+    monkeypatch.setattr(sweeps, "solve_cell", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(load_sweep(smallest), output=output, progress=False)
+    assert len(calls) == 7 and not output.exists()
+    saved = pd.concat([pd.read_parquet(p) for p in (tmp_path / "out.parquet.parts").glob("part-*.parquet")])
+    assert len(saved) == 7  # every finished cell was written before the interruption
+    resumed = []
+    monkeypatch.setattr(sweeps, "solve_cell", lambda problem, method, key: resumed.append(key) or real(problem, method, key))
+    table = run_sweep(load_sweep(smallest), output=output, progress=False)
+    assert len(resumed) == 5 and not set(resumed) & set(calls)
+    fresh = run_sweep(load_sweep(smallest), progress=False)
+    pd.testing.assert_frame_equal(table[STABLE], fresh[STABLE])
+
+
+def test_a_failing_cell_is_a_row_with_its_error_and_the_sweep_goes_on():
+    spec = {"kind": "sweep", "methods": ["lp"], "base": {"kind": "count_query", "alpha": 0.5, "loss": "absolute"},
+            "grid": {"n": [3, 9_000_000]}}
+    table = run_sweep(sweep_from_dict(spec), progress=False)
+    assert len(table) == 2 and table.loc[0, "error"] == "" and table.loc[0, "certificate_ok"]
+    assert "InvalidParameterError" in table.loc[1, "error"] and pd.isna(table.loc[1, "objective"])
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"colour": "red"}, "colour"),
+    ({"grid": {"alpha": 0.5}}, "grid.alpha"),
+    ({"grid": {"kind": ["noise_adding"]}}, "grid.kind"),
+    ({"zip": {"alpha": [0.1, 0.2], "loss": ["absolute"]}}, "zip"),
+    ({"grid": {"alpha": [0.5, 1.5]}}, "alpha"),
+    ({"methods": ["simplex"]}, "methods"),
+    ({"methods": "lp"}, "methods"),
+    ({"base": {"loss": "absolute"}}, "base"),
+    ({"kind": "count_query"}, "kind"),
+])
+def test_invalid_sweeps_are_refused_before_any_work_naming_the_field(change, field, monkeypatch):
+    monkeypatch.setattr(sweeps, "solve_cell", lambda *a: pytest.fail("no cell may be solved"))
+    spec = {"kind": "sweep", "methods": ["lp"], "base": {"kind": "count_query", "n": 4, "loss": "absolute"},
+            "grid": {"alpha": [0.3]}} | change
+    with pytest.raises(InvalidParameterError, match=field):
+        sweep_from_dict(spec)
+
+
+def test_zip_varies_fields_together_and_crosses_the_grid():
+    spec = {"kind": "sweep", "methods": ["closed_form"], "base": {"kind": "calibration", "mechanism": "laplace"},
+            "zip": {"epsilon": [0.5, 1.0], "sensitivity": [1.0, 2.0]}, "grid": {"mechanism": ["laplace", "staircase"]}}
+    table = run_sweep(sweep_from_dict(spec), progress=False)
+    assert len(table) == 4
+    assert sorted(zip(table["epsilon"], table["sensitivity"])) == [(0.5, 1.0), (0.5, 1.0), (1.0, 2.0), (1.0, 2.0)]
+
+
+def test_cli_sweep_writes_the_table_and_refuses_bad_input(smallest, tmp_path, capsys):
+    output = tmp_path / "cli.parquet"
+    assert main(["sweep", str(smallest), "--output", str(output), "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"kind": "sweep", "rows": 12, "failed": 0, "output": str(output)}
+    assert main(["sweep", str(smallest), "--output", str(tmp_path / "x.csv"), "--no-progress"]) == 2
+    assert "output" in capsys.readouterr().err
+    assert main(["sweep", str(smallest), "--output", str(output), "--workers", "0"]) == 2
+    assert "workers" in capsys.readouterr().err
+    try:
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        assert main(["sweep", str(smallest), "--output", str(tmp_path / "d.parquet"), "--scheduler", "tcp://127.0.0.1:1"]) == 2
+        assert "Dask is not installed" in capsys.readouterr().err
+
+
+def _spec():
+    return {"kind": "sweep", "methods": ["lp", "factored"], "base": {"kind": "count_query", "loss": "absolute", "n": 10},
+            "grid": {"alpha": [0.3, 0.5, 0.7], "n": [5, 10]}}
+
+
+def test_a_dask_local_cluster_gives_the_serial_table():
+    distributed = pytest.importorskip("dask.distributed")
+    serial = run_sweep(sweep_from_dict(_spec()), progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        on_dask = run_sweep(sweep_from_dict(_spec()), scheduler=client, progress=False)
+    pd.testing.assert_frame_equal(serial[STABLE], on_dask[STABLE])
+
+
+def test_a_real_dask_scheduler_and_two_worker_processes_give_the_serial_table(tmp_path):
+    """``dask scheduler`` and two ``dask worker`` processes on localhost, started here; the sweep goes by address."""
+    import subprocess
+    import sys
+    import time
+
+    distributed = pytest.importorskip("dask.distributed")
+    info = tmp_path / "scheduler.json"
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    worker = [sys.executable, "-m", "distributed.cli.dask_worker"]
+    processes = [subprocess.Popen([*dask, "--scheduler-file", str(info), "--port", "0", "--dashboard-address", ":0", "--host", "127.0.0.1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.time() + 60
+        while not info.exists() and time.time() < deadline:
+            time.sleep(0.1)
+        for _ in range(2):
+            processes.append(subprocess.Popen([*worker, "--scheduler-file", str(info), "--nthreads", "1", "--nworkers", "1",
+                                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        address = json.loads(info.read_text())["address"]
+        with distributed.Client(address) as client:
+            client.wait_for_workers(2, timeout=60)
+        on_cluster = run_sweep(sweep_from_dict(_spec()), scheduler=address, progress=False)
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=30)
+    serial = run_sweep(sweep_from_dict(_spec()), progress=False)
+    pd.testing.assert_frame_equal(serial[STABLE], on_cluster[STABLE])
+
+
+def test_a_killed_worker_process_and_a_rerun_complete_the_table(tmp_path, monkeypatch):
+    """A worker process dies mid-sweep (os._exit in its third cell, once): the driver stops with what finished
+    written; the rerun solves only the missing cells and ends with the uninterrupted table."""
+    import os
+
+    from concurrent.futures.process import BrokenProcessPool
+
+    output, marker = tmp_path / "out.parquet", tmp_path / "killed"
+    monkeypatch.setattr(sweeps, "BATCH", 2)
+    real = sweeps.solve_cell
+    seen = []
+
+    def dying(problem, method, key):
+        seen.append(key)
+        if len(seen) == 3 and not marker.exists():
+            marker.write_text("x")
+            os._exit(1)
+        return real(problem, method, key)
+
+    monkeypatch.setattr(sweeps, "solve_cell", dying)  # inherited by the forked workers
+    with pytest.raises(BrokenProcessPool):
+        run_sweep(sweep_from_dict(_spec()), output=output, workers=2, progress=False)
+    assert marker.exists() and not output.exists()
+    monkeypatch.setattr(sweeps, "solve_cell", real)
+    table = run_sweep(sweep_from_dict(_spec()), output=output, workers=2, progress=False)
+    fresh = run_sweep(sweep_from_dict(_spec()), progress=False)
+    pd.testing.assert_frame_equal(table[STABLE], fresh[STABLE])
+
+
+@pytest.mark.parametrize("name", ["count_alpha_n.toml", "calibrations.toml"])
+def test_the_shipped_sweep_files_run(name):
+    from pathlib import Path
+
+    table = run_sweep(load_sweep(Path(__file__).resolve().parents[1] / "sweeps" / name), progress=False)
+    assert len(table) >= 12 and (table["error"] == "").all() and table["certificate_ok"].all()
