@@ -15,6 +15,11 @@ an optional ``[zip]`` of equally long lists varied together (crossed with the gr
     alpha = [0.3, 0.5, 0.7]
     n = [5, 10]
 
+Random instances: ``seeds`` (a count or a list) and a ``[random]`` table of fields generated
+from each cell's seed by :data:`GENERATORS` (a grid key ``random.<field>.<parameter>`` varies
+a generator's parameter); each (seed, field) has its own stream, so a cell's instance never
+depends on the others.
+
 Every cell's problem is built (and so validated, naming the field and the cell) before any
 solve. Each (cell, method) becomes one row of a tidy table: the cell's varied fields,
 ``method``, ``solver``, ``status``, ``objective``, ``lower_bound`` / ``upper_bound`` when the
@@ -60,7 +65,7 @@ OWNER = "sweep"
 MAX_CELLS = 100_000
 #: Rows per Parquet part file (and per progress update in worker mode).
 BATCH = 64
-SWEEP_KEYS = ("kind", "base", "grid", "zip", "methods", "title", "source")
+SWEEP_KEYS = ("kind", "base", "grid", "zip", "methods", "seeds", "random", "title", "source")
 #: Table columns every row has, in this order (the cell's varied fields come first).
 RESULT_COLUMNS = ("key", "method", "solver", "status", "exact", "objective", "lower_bound", "upper_bound",
                   "certificate_ok", "max_privacy_loss", "target", "seconds", "error")
@@ -127,19 +132,112 @@ def sweep_from_dict(data: dict[str, Any], *, origin: str = "sweep file", base_di
     methods = data.get("methods")
     if methods is not None and (not isinstance(methods, list) or not methods or not all(isinstance(m, str) for m in methods)):
         raise fail("methods", origin, "a non-empty list of method names (omit it for every applicable method)", methods)
-    combos = _combinations(grid, zipped)
+    random_fields = _random_fields(data.get("random"))
+    seeds = _seeds(data.get("seeds"), random_fields)
+    for name in [*grid, *zipped]:
+        if name.startswith("random."):
+            _generator_parameter(random_fields, name)
+    combos = [{**combo, **({"seed": seed} if seed is not None else {})} for combo in _combinations(grid, zipped) for seed in seeds]
     count = len(combos) * (len(methods) if methods else 1)
     if count > MAX_CELLS:
         raise fail("grid", origin, f"at most {MAX_CELLS:,} (cell, method) rows", count)
     cells = []
     for index, parameters in enumerate(combos):
-        problem = {**base, **parameters}
+        problem = _with_random_fields(base, parameters, random_fields)
         built = _build(problem, index, parameters)
         names = methods if methods else [m.name for m in _applicable(built)]
         for method in names:
             _check_method(built, method, index, parameters)
             cells.append(Cell(parameters, problem, method, _cell_key(problem, method)))
-    return Sweep(tuple(cells), tuple(grid) + tuple(zipped))
+    return Sweep(tuple(cells), tuple(grid) + tuple(zipped) + (("seed",) if seeds != [None] else ()))
+
+
+# -- random instances: fields generated from each cell's seed ---------------------------------
+
+def _uniform_matrix(rng: np.random.Generator, rows: int, columns: int, low: float = 0.0, high: float = 1.0) -> list[list[float]]:
+    return rng.uniform(low, high, size=(rows, columns)).tolist()
+
+
+def _binary_matrix(rng: np.random.Generator, rows: int, columns: int) -> list[list[float]]:
+    return rng.integers(0, 2, size=(rows, columns)).astype(float).tolist()
+
+
+def _random_universe(rng: np.random.Generator, datasets: int, degree: float = 3.0, values: int = 10) -> dict[str, Any]:
+    """A connected neighbour relation (a random spanning tree plus random edges up to the average
+    degree) and integer query values in [0, values], as an explicit universe."""
+    order = rng.permutation(datasets)
+    edges = {tuple(sorted((int(order[k]), int(order[rng.integers(k)])))) for k in range(1, datasets)}
+    wanted = int(round(degree * datasets / 2))
+    while len(edges) < min(wanted, datasets * (datasets - 1) // 2):
+        a, b = (int(v) for v in rng.choice(datasets, size=2, replace=False))
+        edges.add((min(a, b), max(a, b)))
+    return {"type": "explicit", "values": rng.integers(0, values + 1, size=datasets).tolist(), "neighbours": sorted(map(list, edges))}
+
+
+#: generator name -> (function(rng, **parameters), required parameters, optional parameters)
+GENERATORS: dict[str, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {
+    "uniform_matrix": (_uniform_matrix, ("rows", "columns"), ("low", "high")),
+    "binary_matrix": (_binary_matrix, ("rows", "columns"), ()),
+    "random_universe": (_random_universe, ("datasets",), ("degree", "values")),
+}
+
+
+def _random_fields(table: Any) -> dict[str, dict[str, Any]]:
+    """``[random]``: problem field -> {generator = name, parameters...}, checked against :data:`GENERATORS`."""
+    if table is None:
+        return {}
+    if not isinstance(table, dict) or not table:
+        raise fail("random", OWNER, "a table of field = {generator = ..., parameters}", table)
+    for field, spec in table.items():
+        if not isinstance(spec, dict) or spec.get("generator") not in GENERATORS:
+            raise fail(f"random.{field}", OWNER, "a table with generator = " + " | ".join(repr(g) for g in GENERATORS), spec)
+        _, required, optional = GENERATORS[spec["generator"]]
+        unknown = sorted(set(spec) - {"generator", *required, *optional})
+        if unknown:
+            raise fail(f"random.{field}.{unknown[0]}", OWNER, f"absent: {spec['generator']} takes " + ", ".join((*required, *optional)), spec[unknown[0]])
+    return table
+
+
+def _generator_parameter(random_fields: dict[str, dict[str, Any]], name: str) -> None:
+    """A grid key ``random.<field>.<parameter>`` must name a generator parameter."""
+    parts = name.split(".")
+    if len(parts) != 3 or parts[1] not in random_fields:
+        raise fail(f"grid.{name}", OWNER, "random.<field>.<parameter> for a field of [random]", name)
+    _, required, optional = GENERATORS[random_fields[parts[1]]["generator"]]
+    if parts[2] not in (*required, *optional):
+        raise fail(f"grid.{name}", OWNER, f"a parameter of {random_fields[parts[1]]['generator']} (" + ", ".join((*required, *optional)) + ")", parts[2])
+
+
+def _seeds(value: Any, random_fields: dict[str, dict[str, Any]]) -> list[int | None]:
+    if value is None:
+        if random_fields:
+            raise fail("seeds", OWNER, "given with [random] (a count, or a list of seeds)", None)
+        return [None]
+    if not random_fields:
+        raise fail("seeds", OWNER, "given only with [random] fields to generate", value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return list(range(check_int(value, "seeds", OWNER, low=1, high=MAX_CELLS)))
+    if not isinstance(value, list) or not value:
+        raise fail("seeds", OWNER, "a count, or a non-empty list of seeds", value)
+    return [check_int(v, "seeds", OWNER, low=0) for v in value]
+
+
+def _with_random_fields(base: dict[str, Any], parameters: dict[str, Any], random_fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The cell's problem: base, its varied fields, and each random field generated from the cell's seed."""
+    problem = {**base, **{k: v for k, v in parameters.items() if not k.startswith("random.") and k != "seed"}}
+    for number, (field, spec) in enumerate(sorted(random_fields.items())):
+        function, required, optional = GENERATORS[spec["generator"]]
+        arguments = {k: v for k, v in spec.items() if k != "generator"}
+        arguments.update({k.split(".")[2]: v for k, v in parameters.items() if k.startswith(f"random.{field}.")})
+        missing = [k for k in required if k not in arguments]
+        if missing:
+            raise fail(f"random.{field}.{missing[0]}", OWNER, "given (in [random] or as a grid key random.<field>.<parameter>)", None)
+        rng = np.random.default_rng([int(parameters["seed"]), number])  # one stream per seed and field
+        try:
+            problem[field] = function(rng, **arguments)
+        except (TypeError, ValueError) as exc:
+            raise fail(f"random.{field}", OWNER, f"parameters {spec['generator']} accepts", f"{arguments} ({exc})") from None
+    return problem
 
 
 def _combinations(grid: dict[str, list[Any]], zipped: dict[str, list[Any]]) -> list[dict[str, Any]]:

@@ -202,9 +202,49 @@ def test_a_killed_worker_process_and_a_rerun_complete_the_table(tmp_path, monkey
     pd.testing.assert_frame_equal(table[STABLE], fresh[STABLE])
 
 
-@pytest.mark.parametrize("name", ["count_alpha_n.toml", "calibrations.toml"])
+@pytest.mark.parametrize("name", ["count_alpha_n.toml", "calibrations.toml", "perrier_fig2_small.toml"])
 def test_the_shipped_sweep_files_run(name):
     from pathlib import Path
 
     table = run_sweep(load_sweep(Path(__file__).resolve().parents[1] / "sweeps" / name), progress=False)
     assert len(table) >= 12 and (table["error"] == "").all() and table["certificate_ok"].all()
+
+
+def test_random_instances_are_generated_from_each_cells_seed_reproducibly():
+    """Perrier's Fig. 2 shape: random K x N workloads (K varied through the generator's rows), every route."""
+    spec = {"kind": "sweep", "methods": ["strategy2", "exact_l1"], "seeds": 3,
+            "base": {"kind": "dx_linear_query", "n": 20, "metric": {"type": "uniform", "epsilon": 0.5}},
+            "random": {"query": {"generator": "uniform_matrix", "columns": 6}},
+            "grid": {"random.query.rows": [1, 2]}}
+    first = sweep_from_dict(spec)
+    assert len(first.cells) == 2 * 3 * 2 and "seed" in first.varied
+    again = sweep_from_dict(spec)
+    assert [c.problem["query"] for c in first.cells] == [c.problem["query"] for c in again.cells]
+    assert len({json.dumps(c.problem["query"]) for c in first.cells}) == 6  # one workload per (rows, seed)
+    table = run_sweep(first, progress=False)
+    assert (table["error"] == "").all() and table["certificate_ok"].all()
+    assert set(table["seed"]) == {0, 1, 2} and set(table["random.query.rows"]) == {1, 2}
+
+
+def test_random_universes_build_connected_finite_query_problems():
+    spec = {"kind": "sweep", "methods": ["lp"], "seeds": [5, 6],
+            "base": {"kind": "finite_query", "epsilon": 1.0},
+            "random": {"universe": {"generator": "random_universe", "datasets": 12, "degree": 3, "values": 4}}}
+    table = run_sweep(sweep_from_dict(spec), progress=False)
+    assert len(table) == 2 and (table["error"] == "").all() and table["certificate_ok"].all()
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"seeds": 3}, "seeds"),  # no [random]
+    ({"random": {"query": {"generator": "normal"}}, "seeds": 2}, "random.query"),
+    ({"random": {"query": {"generator": "uniform_matrix", "rows": 1, "columns": 3, "mean": 0}}, "seeds": 2}, "random.query.mean"),
+    ({"random": {"query": {"generator": "uniform_matrix", "rows": 1, "columns": 3}}}, "seeds"),
+    ({"random": {"query": {"generator": "uniform_matrix", "columns": 3}}, "seeds": 2}, "random.query.rows"),
+    ({"random": {"query": {"generator": "uniform_matrix", "rows": 1, "columns": 3}}, "seeds": 2,
+      "grid": {"random.query.depth": [1]}}, "random.query.depth"),
+])
+def test_bad_random_specifications_are_refused_naming_the_field(change, field):
+    spec = {"kind": "sweep", "methods": ["strategy2"],
+            "base": {"kind": "dx_linear_query", "n": 20, "query": [0.1, 0.2, 0.3], "metric": {"type": "uniform", "epsilon": 0.5}}} | change
+    with pytest.raises(InvalidParameterError, match=field.replace(".", r"\.")):
+        sweep_from_dict(spec)
