@@ -461,7 +461,7 @@ def run_sweep(
 
 
 def _progress_bar(total: int, initial: int, enabled: bool) -> Any:
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # not tqdm.auto: in a notebook it warns when ipywidgets is absent
 
     return tqdm(total=total, initial=initial, disable=not enabled, desc="sweep", unit="cell")
 
