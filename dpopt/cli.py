@@ -97,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     sweep_cmd.add_argument("--workers", type=int, default=1, help="local worker processes (default 1: this process)")
     sweep_cmd.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a Dask scheduler to run the cells on")
     sweep_cmd.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    sweep_cmd.add_argument("--memory", action="store_true", help="measure each cell's peak memory (peak_mib; slower)")
     return parser
 
 
@@ -150,7 +151,7 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
         check_int(args.workers, "workers", "dpopt sweep", low=1, high=256)
         output = args.output
         table = run_sweep(load_sweep(args.problem), output=output, workers=args.workers, scheduler=args.scheduler,
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, memory=args.memory)
         failed = int((table["error"].fillna("") != "").sum())
         return [{"kind": "sweep", "rows": len(table), "failed": failed, "output": str(output)}]
     problem = load_problem(args.problem)

@@ -68,7 +68,7 @@ BATCH = 64
 SWEEP_KEYS = ("kind", "base", "grid", "zip", "methods", "seeds", "random", "title", "source")
 #: Table columns every row has, in this order (the cell's varied fields come first).
 RESULT_COLUMNS = ("key", "method", "solver", "status", "exact", "objective", "lower_bound", "upper_bound",
-                  "certificate_ok", "max_privacy_loss", "target", "seconds", "error")
+                  "certificate_ok", "max_privacy_loss", "target", "seconds", "peak_mib", "error")
 
 
 @dataclass(frozen=True)
@@ -297,17 +297,29 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def solve_cell(problem: dict[str, Any], method: str, key: str) -> dict[str, Any]:
-    """Solve one cell from its description; any failure becomes the row's ``error``."""
+def solve_cell(problem: dict[str, Any], method: str, key: str, memory: bool = False) -> dict[str, Any]:
+    """Solve one cell from its description; any failure becomes the row's ``error``.
+
+    With ``memory``, ``peak_mib`` is tracemalloc's peak during the solve (Python and numpy
+    allocations; a solver's own C++ memory is not seen) -- it slows the solve, so it is opt-in.
+    """
+    import tracemalloc
+
     from dpopt.registry import solve
 
     row: dict[str, Any] = {"key": key, "method": method}
+    if memory:
+        tracemalloc.start()
     start = time.perf_counter()
     try:
         solution = solve(problem_from_dict(problem, origin="sweep cell"), method)
     except Exception as exc:  # a failing cell never stops the sweep: it is recorded
         row.update(error=f"{type(exc).__name__}: {' '.join(str(exc).split())}", seconds=time.perf_counter() - start)
         return row
+    finally:
+        if memory:
+            row["peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
     details = solution.details
     row.update(
         method=solution.method, solver=solution.solver, status=solution.status, exact=bool(solution.exact),
@@ -319,8 +331,10 @@ def solve_cell(problem: dict[str, Any], method: str, key: str) -> dict[str, Any]
     return row
 
 
-def _solve_batch(batch: list[tuple[dict[str, Any], str, str]]) -> list[dict[str, Any]]:
-    return [solve_cell(problem, method, key) for problem, method, key in batch]
+def _solve_batch(batch: list[tuple[dict[str, Any], str, str]], memory: bool = False) -> list[dict[str, Any]]:
+    """Solve a batch of cell descriptions (``memory`` is passed only when asked for)."""
+    extra = (True,) if memory else ()
+    return [solve_cell(problem, method, key, *extra) for problem, method, key in batch]
 
 
 # -- running a sweep ----------------------------------------------------------------------
@@ -351,7 +365,7 @@ def _frame(rows: list[dict[str, Any]], cells: dict[str, Cell], varied: tuple[str
         record["method"] = cell.method  # the method asked for (auto records what it chose in status/solver)
         records.append(record)
     frame = pd.DataFrame.from_records(records, columns=[*varied, *RESULT_COLUMNS])
-    for column in ("objective", "lower_bound", "upper_bound", "max_privacy_loss", "target", "seconds"):
+    for column in ("objective", "lower_bound", "upper_bound", "max_privacy_loss", "target", "seconds", "peak_mib"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     for column in ("exact", "certificate_ok"):  # None for a failed cell
         frame[column] = frame[column].astype("boolean")
@@ -423,6 +437,7 @@ def run_sweep(
     workers: int = 1,
     scheduler: Any = None,
     progress: bool = True,
+    memory: bool = False,
 ) -> pd.DataFrame:
     """Solve every cell not already in ``output``; return the whole table (see the module docstring).
 
@@ -438,6 +453,8 @@ def run_sweep(
         Run on a Dask cluster instead.
     progress : bool
         A tqdm bar with completed / failed counts and an ETA (on stderr).
+    memory : bool
+        Measure each cell's peak memory (``peak_mib``; slower). Otherwise the column is empty.
     """
     workers = check_int(workers, "workers", OWNER, low=1, high=256)
     target = Path(output) if output is not None else None
@@ -449,7 +466,7 @@ def run_sweep(
     writer = _Writer(target, cells, sweep.varied)
     bar = _progress_bar(len(sweep.cells), len(sweep.cells) - len(todo), progress)
     try:
-        for rows in _execute(todo, workers, scheduler):
+        for rows in _execute(todo, workers, scheduler, memory):
             writer.add(rows)
             bar.update(len(rows))
             failed = sum(1 for r in writer.rows if r.get("error"))
@@ -471,21 +488,21 @@ def _batches(cells: list[Cell], size: int) -> Iterator[list[tuple[dict[str, Any]
         yield [(c.problem, c.method, c.key) for c in cells[start:start + size]]
 
 
-def _execute(cells: list[Cell], workers: int, scheduler: Any) -> Iterator[list[dict[str, Any]]]:
+def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool) -> Iterator[list[dict[str, Any]]]:
     if scheduler is not None:
-        yield from _execute_dask(cells, scheduler)
+        yield from _execute_dask(cells, scheduler, memory)
     elif workers == 1:
-        for cell in cells:
-            yield [solve_cell(cell.problem, cell.method, cell.key)]
+        for batch in _batches(cells, 1):
+            yield _solve_batch(batch, memory)
     else:
         size = max(1, min(BATCH // 4, math.ceil(len(cells) / (4 * workers))))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_solve_batch, batch) for batch in _batches(cells, size)]
+            futures = [pool.submit(_solve_batch, batch, memory) for batch in _batches(cells, size)]
             for future in as_completed(futures):
                 yield future.result()
 
 
-def _execute_dask(cells: list[Cell], scheduler: Any) -> Iterator[list[dict[str, Any]]]:
+def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool) -> Iterator[list[dict[str, Any]]]:
     try:
         from dask.distributed import Client, as_completed as dask_completed
     except ImportError:
@@ -498,7 +515,7 @@ def _execute_dask(cells: list[Cell], scheduler: Any) -> Iterator[list[dict[str, 
         except (OSError, TimeoutError, ValueError) as exc:  # refused before any cell ran
             raise fail("scheduler", OWNER, "the address of a reachable Dask scheduler", f"{scheduler} ({type(exc).__name__})") from None
     try:
-        futures = client.map(_solve_batch, list(_batches(cells, 8)), pure=False)
+        futures = client.map(_solve_batch, list(_batches(cells, 8)), memory=memory, pure=False)
         for future in dask_completed(futures):
             yield future.result()
     finally:

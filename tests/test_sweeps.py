@@ -248,3 +248,12 @@ def test_bad_random_specifications_are_refused_naming_the_field(change, field):
             "base": {"kind": "dx_linear_query", "n": 20, "query": [0.1, 0.2, 0.3], "metric": {"type": "uniform", "epsilon": 0.5}}} | change
     with pytest.raises(InvalidParameterError, match=field.replace(".", r"\.")):
         sweep_from_dict(spec)
+
+
+def test_peak_memory_is_measured_on_request_only():
+    spec = {"kind": "sweep", "methods": ["lp"], "base": {"kind": "count_query", "loss": "absolute", "alpha": 0.5},
+            "grid": {"n": [5, 60]}}
+    plain = run_sweep(sweep_from_dict(spec), progress=False)
+    assert plain["peak_mib"].isna().all()
+    measured = run_sweep(sweep_from_dict(spec), progress=False, memory=True)
+    assert (measured["peak_mib"] > 0).all() and measured.loc[1, "peak_mib"] > measured.loc[0, "peak_mib"]
