@@ -1,6 +1,7 @@
 """Sweeps (dpopt.sweeps): the issue's smallest file, workers, resuming, failures, refusals."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,17 +11,7 @@ from dpopt.cli import main
 from dpopt.sweeps import load_sweep, run_sweep, sweep_from_dict
 from dpopt.validation import InvalidParameterError
 
-SMALLEST = """
-kind = "sweep"
-methods = ["lp", "factored"]
-[base]
-kind = "count_query"
-loss = "absolute"
-n = 10
-[grid]
-alpha = [0.3, 0.5, 0.7]
-n = [5, 10]
-"""
+SMALLEST = (Path(__file__).resolve().parents[1] / "sweeps" / "count_alpha_n.toml").read_text()  # the issue's smallest file
 STABLE = ["alpha", "n", "method", "solver", "status", "exact", "objective", "lower_bound", "upper_bound",
           "certificate_ok", "max_privacy_loss", "target", "error", "key"]
 
