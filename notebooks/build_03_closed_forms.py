@@ -418,6 +418,46 @@ classical closed form *is* the program: binary randomized response equals the GS
 code(r"""
 dpopt.price_of_closed_form(dpopt.CountQuery(n=1, epsilon=1.0, loss="zero_one"))[["exact", "objective", "optimum", "ratio"]]
 """)
+md(r"""
+## Releasing a real value: what is sampled must be what was certified
+
+Every calibration above is a statement about real numbers. A textbook sampler returns
+doubles, and Mironov (CCS 2012) showed that the set of doubles $x + \text{Lap}(b)$ can
+produce depends on $x$: an output that is exactly reachable from input 0 is often not
+reachable from input 1. dpopt's audit (`dpopt.audit`) draws releases for two neighbouring
+inputs, picks an event on half of them and bounds its probabilities on the other half
+(Clopper–Pearson, 95%), so the printed number is a lower bound on the true $\epsilon$ of
+the sampler. Below, the textbook float Laplace at $\epsilon = 1$ is audited with Mironov's
+event ("the output is producible from input 0"), and so is the safe release dpopt uses
+instead: the value rounded to a grid in exact arithmetic, plus exact discrete Laplace noise
+on the grid (`mechanism = "discrete_laplace"`, CKS 2020).
+""")
+code(r"""
+from dpopt.privacy_audit import audit_sampler, float_laplace_support, textbook_laplace
+
+attack = float_laplace_support(1.0, 0.0)
+textbook = audit_sampler(textbook_laplace(1.0), [(0.0, 1.0)], 1.0, draws=50_000, seed=1, events=[attack])
+safe_solution = dpopt.solve(dpopt.Calibration(mechanism="discrete_laplace", epsilon=1.0, sensitivity=1.0, grid=0.01))
+safe = dpopt.audit(safe_solution, pairs=[(0.0, 1.0)], draws=50_000, seed=1)
+audits = pd.DataFrame([
+    {"release": "textbook float Laplace", "certified epsilon": 1.0, "audited epsilon >=": textbook.epsilon_lower_bound,
+     "event": textbook.pairs[0].event, "passed": textbook.passed},
+    {"release": "grid 0.01 + exact discrete Laplace", "certified epsilon": 1.0, "audited epsilon >=": safe.epsilon_lower_bound,
+     "event": safe.pairs[0].event, "passed": safe.passed},
+])
+audits.round(3)
+""")
+code(r"""
+print(f"textbook sampler: epsilon >= {textbook.epsilon_lower_bound:.2f} at 95% confidence although 1.0 was certified; "
+      f"the grid release's bound is {safe.epsilon_lower_bound:.2f} <= 1.0, and its expected-error bound (noise + half a grid step) "
+      f"{safe_solution.objective:.3f} is within {safe_solution.objective / LaplaceMechanism(sensitivity=1.0, epsilon=1.0).expected_absolute_error() - 1:.1%} "
+      "of the continuous Laplace's 1.0")
+""")
+md(r"""
+`dpopt sample` therefore refuses the float path unless told `--float` (simulation studies),
+and every finite mechanism is sampled exactly: its float64 entries are read as the
+rationals they are, so even an entry of $10^{-300}$ keeps its probability.
+""")
 
 notebook = nbf.v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
 nbf.write(notebook, Path(__file__).with_name("03_closed_forms.ipynb"))
