@@ -15,6 +15,7 @@ an optional ``[zip]`` of equally long lists varied together (crossed with the gr
     alpha = [0.3, 0.5, 0.7]
     n = [5, 10]
 
+``record`` lists solution parameters (e.g. ``improvement_factor``) kept as extra columns.
 Random instances: ``seeds`` (a count or a list) and a ``[random]`` table of fields generated
 from each cell's seed by :data:`GENERATORS` (a grid key ``random.<field>.<parameter>`` varies
 a generator's parameter); each (seed, field) has its own stream, so a cell's instance never
@@ -65,7 +66,7 @@ OWNER = "sweep"
 MAX_CELLS = 100_000
 #: Rows per Parquet part file (and per progress update in worker mode).
 BATCH = 64
-SWEEP_KEYS = ("kind", "base", "grid", "zip", "methods", "seeds", "random", "title", "source")
+SWEEP_KEYS = ("kind", "base", "grid", "zip", "methods", "seeds", "random", "record", "title", "source")
 #: Table columns every row has, in this order (the cell's varied fields come first).
 RESULT_COLUMNS = ("key", "method", "solver", "status", "exact", "objective", "lower_bound", "upper_bound",
                   "certificate_ok", "max_privacy_loss", "target", "seconds", "peak_mib", "error")
@@ -87,6 +88,8 @@ class Sweep:
 
     cells: tuple[Cell, ...]
     varied: tuple[str, ...]
+    record: tuple[str, ...] = ()
+    """Solution parameters or details recorded as extra columns (numbers; empty when a method lacks them)."""
 
 
 def _cell_key(problem: dict[str, Any], method: str) -> str:
@@ -129,6 +132,9 @@ def sweep_from_dict(data: dict[str, Any], *, origin: str = "sweep file", base_di
     lengths = {len(v) for v in zipped.values()}
     if len(lengths) > 1:
         raise fail("zip", origin, "lists of one common length (they vary together)", {k: len(v) for k, v in zipped.items()})
+    record = data.get("record", [])
+    if not isinstance(record, list) or not all(isinstance(r, str) and r and r not in RESULT_COLUMNS for r in record):
+        raise fail("record", origin, "a list of solution parameter names (e.g. improvement_factor), none a table column", record)
     methods = data.get("methods")
     if methods is not None and (not isinstance(methods, list) or not methods or not all(isinstance(m, str) for m in methods)):
         raise fail("methods", origin, "a non-empty list of method names (omit it for every applicable method)", methods)
@@ -149,7 +155,10 @@ def sweep_from_dict(data: dict[str, Any], *, origin: str = "sweep file", base_di
         for method in names:
             _check_method(built, method, index, parameters)
             cells.append(Cell(parameters, problem, method, _cell_key(problem, method)))
-    return Sweep(tuple(cells), tuple(grid) + tuple(zipped) + (("seed",) if seeds != [None] else ()))
+    varied = tuple(grid) + tuple(zipped) + (("seed",) if seeds != [None] else ())
+    if set(record) & set(varied):
+        raise fail("record", origin, "names other than the varied fields", sorted(set(record) & set(varied)))
+    return Sweep(tuple(cells), varied, tuple(record))
 
 
 # -- random instances: fields generated from each cell's seed ---------------------------------
@@ -297,7 +306,7 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def solve_cell(problem: dict[str, Any], method: str, key: str, memory: bool = False) -> dict[str, Any]:
+def solve_cell(problem: dict[str, Any], method: str, key: str, memory: bool = False, record: tuple[str, ...] = ()) -> dict[str, Any]:
     """Solve one cell from its description; any failure becomes the row's ``error``.
 
     With ``memory``, ``peak_mib`` is tracemalloc's peak during the solve (Python and numpy
@@ -328,12 +337,14 @@ def solve_cell(problem: dict[str, Any], method: str, key: str, memory: bool = Fa
         certificate_ok=bool(solution.certificate.ok), max_privacy_loss=_number(solution.certificate.max_privacy_loss),
         target=_number(solution.certificate.target), seconds=time.perf_counter() - start, error="",
     )
+    for name in record:
+        row[name] = _number((solution.parameters or {}).get(name, details.get(name)))
     return row
 
 
-def _solve_batch(batch: list[tuple[dict[str, Any], str, str]], memory: bool = False) -> list[dict[str, Any]]:
-    """Solve a batch of cell descriptions (``memory`` is passed only when asked for)."""
-    extra = (True,) if memory else ()
+def _solve_batch(batch: list[tuple[dict[str, Any], str, str]], memory: bool = False, record: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Solve a batch of cell descriptions (``memory`` and ``record`` are passed only when asked for)."""
+    extra = (memory, tuple(record)) if memory or record else ()
     return [solve_cell(problem, method, key, *extra) for problem, method, key in batch]
 
 
@@ -356,15 +367,17 @@ def _done_keys(output: Path | None) -> set[str]:
     return keys
 
 
-def _frame(rows: list[dict[str, Any]], cells: dict[str, Cell], varied: tuple[str, ...]) -> pd.DataFrame:
+def _frame(rows: list[dict[str, Any]], cells: dict[str, Cell], varied: tuple[str, ...], record: tuple[str, ...] = ()) -> pd.DataFrame:
     records = []
     for row in rows:
         cell = cells[row["key"]]
-        record = {name: _plain(cell.parameters.get(name)) for name in varied}
-        record.update({column: row.get(column) for column in RESULT_COLUMNS})
-        record["method"] = cell.method  # the method asked for (auto records what it chose in status/solver)
-        records.append(record)
-    frame = pd.DataFrame.from_records(records, columns=[*varied, *RESULT_COLUMNS])
+        entry = {name: _plain(cell.parameters.get(name)) for name in varied}
+        entry.update({column: row.get(column) for column in (*RESULT_COLUMNS, *record)})
+        entry["method"] = cell.method  # the method asked for (auto records what it chose in status/solver)
+        records.append(entry)
+    frame = pd.DataFrame.from_records(records, columns=[*varied, *RESULT_COLUMNS, *record])
+    for column in record:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     for column in ("objective", "lower_bound", "upper_bound", "max_privacy_loss", "target", "seconds", "peak_mib"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     for column in ("exact", "certificate_ok"):  # None for a failed cell
@@ -384,8 +397,8 @@ def _plain(value: Any) -> Any:
 class _Writer:
     """Parquet part files, one per batch, written as rows arrive."""
 
-    def __init__(self, output: Path | None, cells: dict[str, Cell], varied: tuple[str, ...]) -> None:
-        self.output, self.cells, self.varied = output, cells, varied
+    def __init__(self, output: Path | None, cells: dict[str, Cell], varied: tuple[str, ...], record: tuple[str, ...] = ()) -> None:
+        self.output, self.cells, self.varied, self.record = output, cells, varied, record
         self.pending: list[dict[str, Any]] = []
         self.rows: list[dict[str, Any]] = []
         if output is not None:
@@ -405,7 +418,7 @@ class _Writer:
         parts = _parts_dir(self.output)
         name = f"part-{time.time_ns()}.parquet"
         temporary = parts / f".{name}.tmp"
-        _frame(self.pending, self.cells, self.varied).to_parquet(temporary, index=False)
+        _frame(self.pending, self.cells, self.varied, self.record).to_parquet(temporary, index=False)
         temporary.replace(parts / name)  # a part is whole or absent
         self.pending = []
 
@@ -414,10 +427,10 @@ class _Writer:
         self.flush()
         order = {key: i for i, key in enumerate(self.cells)}
         if self.output is None:
-            frame = _frame(self.rows, self.cells, self.varied)
+            frame = _frame(self.rows, self.cells, self.varied, self.record)
         else:
             files = ([self.output] if self.output.exists() else []) + sorted(_parts_dir(self.output).glob("part-*.parquet"))
-            frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True) if files else _frame([], self.cells, self.varied)
+            frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True) if files else _frame([], self.cells, self.varied, self.record)
             frame = frame[frame["key"].isin(order)].drop_duplicates("key", keep="last")
         frame = frame.sort_values("key", key=lambda k: k.map(order)).reset_index(drop=True)
         if self.output is not None:
@@ -463,10 +476,10 @@ def run_sweep(
     cells = {cell.key: cell for cell in sweep.cells}
     done = _done_keys(target)
     todo = [cell for cell in sweep.cells if cell.key not in done]
-    writer = _Writer(target, cells, sweep.varied)
+    writer = _Writer(target, cells, sweep.varied, sweep.record)
     bar = _progress_bar(len(sweep.cells), len(sweep.cells) - len(todo), progress)
     try:
-        for rows in _execute(todo, workers, scheduler, memory):
+        for rows in _execute(todo, workers, scheduler, memory, sweep.record):
             writer.add(rows)
             bar.update(len(rows))
             failed = sum(1 for r in writer.rows if r.get("error"))
@@ -488,21 +501,21 @@ def _batches(cells: list[Cell], size: int) -> Iterator[list[tuple[dict[str, Any]
         yield [(c.problem, c.method, c.key) for c in cells[start:start + size]]
 
 
-def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool) -> Iterator[list[dict[str, Any]]]:
+def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:
     if scheduler is not None:
-        yield from _execute_dask(cells, scheduler, memory)
+        yield from _execute_dask(cells, scheduler, memory, record)
     elif workers == 1:
         for batch in _batches(cells, 1):
-            yield _solve_batch(batch, memory)
+            yield _solve_batch(batch, memory, record)
     else:
         size = max(1, min(BATCH // 4, math.ceil(len(cells) / (4 * workers))))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_solve_batch, batch, memory) for batch in _batches(cells, size)]
+            futures = [pool.submit(_solve_batch, batch, memory, record) for batch in _batches(cells, size)]
             for future in as_completed(futures):
                 yield future.result()
 
 
-def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool) -> Iterator[list[dict[str, Any]]]:
+def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:
     try:
         from dask.distributed import Client, as_completed as dask_completed
     except ImportError:
@@ -515,7 +528,7 @@ def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool) -> Iterator[l
         except (OSError, TimeoutError, ValueError) as exc:  # refused before any cell ran
             raise fail("scheduler", OWNER, "the address of a reachable Dask scheduler", f"{scheduler} ({type(exc).__name__})") from None
     try:
-        futures = client.map(_solve_batch, list(_batches(cells, 8)), memory=memory, pure=False)
+        futures = client.map(_solve_batch, list(_batches(cells, 8)), memory=memory, record=record, pure=False)
         for future in dask_completed(futures):
             yield future.result()
     finally:

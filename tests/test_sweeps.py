@@ -248,3 +248,15 @@ def test_peak_memory_is_measured_on_request_only():
     assert plain["peak_mib"].isna().all()
     measured = run_sweep(sweep_from_dict(spec), progress=False, memory=True)
     assert (measured["peak_mib"] > 0).all() and measured.loc[1, "peak_mib"] > measured.loc[0, "peak_mib"]
+
+
+def test_recorded_solution_parameters_become_columns():
+    spec = {"kind": "sweep", "methods": ["strategy2", "exact"], "seeds": 2, "record": ["improvement_factor", "norm_c_squared"],
+            "base": {"kind": "dx_linear_query", "n": 20, "metric": {"type": "uniform", "epsilon": 0.5}},
+            "random": {"query": {"generator": "uniform_matrix", "columns": 6}}, "grid": {"random.query.rows": [2]}}
+    table = run_sweep(sweep_from_dict(spec), progress=False)
+    assert (table["improvement_factor"] >= 1 - 1e-12).all() and (table["norm_c_squared"] > 0).all()
+    exact = table[table["method"] == "exact"]["norm_c_squared"].to_numpy()
+    assert (exact <= table[table["method"] == "strategy2"]["norm_c_squared"].to_numpy() * (1 + 1e-9)).all()
+    with pytest.raises(InvalidParameterError, match="record"):
+        sweep_from_dict(spec | {"record": ["objective"]})
