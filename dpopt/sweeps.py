@@ -1,7 +1,8 @@
 """Sweeps: many problems from one file, solved in-process or in worker processes, resumable, one tidy table.
 
 A sweep file (TOML, ``kind = "sweep"``) holds a base problem (the ``[base]`` table, or
-``base = "path/to/problem.toml"``), a ``[grid]`` of field values crossed with each other,
+``base = "path/to/problem.toml"``), a ``[grid]`` of field values crossed with each other
+(a quoted dotted key such as ``"metric.threshold"`` varies a field of one of the base's tables),
 an optional ``[zip]`` of equally long lists varied together (crossed with the grid), and
 ``methods`` (default: every method that applies to each cell)::
 
@@ -15,7 +16,9 @@ an optional ``[zip]`` of equally long lists varied together (crossed with the gr
     alpha = [0.3, 0.5, 0.7]
     n = [5, 10]
 
-``record`` lists solution parameters (e.g. ``improvement_factor``) kept as extra columns.
+``record`` lists solution parameters or details (e.g. ``improvement_factor``) kept as extra
+columns, and derived quantities of :data:`DERIVED` (``input_losses``: the expected loss of
+the certified mechanism on every input, a list per row, e.g. for Wu-Xia-He's per-graph Fig. 6).
 Random instances: ``seeds`` (a count or a list) and a ``[random]`` table of fields generated
 from each cell's seed by :data:`GENERATORS` (a grid key ``random.<field>.<parameter>`` varies
 a generator's parameter); each (seed, field) has its own stream, so a cell's instance never
@@ -47,10 +50,11 @@ import json
 import math
 import time
 import tomllib
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -59,7 +63,7 @@ from dpopt.limits import MAX_PROBLEM_FILE_BYTES
 from dpopt.problem_files import problem_from_dict, read_problem_file
 from dpopt.validation import InvalidParameterError, check_int, fail, read_text_file
 
-__all__ = ["Sweep", "Cell", "load_sweep", "sweep", "sweep_from_dict", "run_sweep", "solve_cell", "MAX_CELLS"]
+__all__ = ["MAX_CELLS", "Cell", "Sweep", "load_sweep", "run_sweep", "solve_cell", "sweep", "sweep_from_dict"]
 
 OWNER = "sweep"
 #: Largest number of (cell, method) rows one sweep file may ask for.
@@ -233,7 +237,10 @@ def _seeds(value: Any, random_fields: dict[str, dict[str, Any]]) -> list[int | N
 
 def _with_random_fields(base: dict[str, Any], parameters: dict[str, Any], random_fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The cell's problem: base, its varied fields, and each random field generated from the cell's seed."""
-    problem = {**base, **{k: v for k, v in parameters.items() if not k.startswith("random.") and k != "seed"}}
+    problem = dict(base)
+    for name, value in parameters.items():
+        if not name.startswith("random.") and name != "seed":
+            _set_field(problem, name, value)
     for number, (field, spec) in enumerate(sorted(random_fields.items())):
         function, required, optional = GENERATORS[spec["generator"]]
         arguments = {k: v for k, v in spec.items() if k != "generator"}
@@ -247,6 +254,18 @@ def _with_random_fields(base: dict[str, Any], parameters: dict[str, Any], random
         except (TypeError, ValueError) as exc:
             raise fail(f"random.{field}", OWNER, f"parameters {spec['generator']} accepts", f"{arguments} ({exc})") from None
     return problem
+
+
+def _set_field(problem: dict[str, Any], name: str, value: Any) -> None:
+    """Set a field, or with a dotted name (``metric.threshold``) a field of one of its tables (copied, never shared)."""
+    *path, last = name.split(".")
+    table = problem
+    for depth, part in enumerate(path):
+        inner = table.get(part)
+        if not isinstance(inner, dict):
+            raise fail(f"grid.{name}", OWNER, f"a field of a table the base problem has ({'.'.join(path[: depth + 1])} is not a table)", inner)
+        table[part] = table = dict(inner)
+    table[last] = value
 
 
 def _combinations(grid: dict[str, list[Any]], zipped: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -306,6 +325,32 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _input_losses(solution: Any) -> list[float]:
+    """Expected loss of the certified mechanism on each input (row): sum_r P(r | x) L(x, r)."""
+    table = getattr(solution.problem, "loss_matrix", None)
+    if table is None:
+        raise fail("record", OWNER, "a quantity the problem has (input_losses needs a problem with a loss table)", "input_losses")
+    return np.einsum("xr,xr->x", solution.mechanism.to_numpy(dtype=float), np.asarray(table, dtype=float)).tolist()
+
+
+#: Recordable quantities computed from a solution rather than stored in it.
+DERIVED = {"input_losses": _input_losses}
+
+
+def _recorded(solution: Any, name: str) -> Any:
+    """A recorded column's value: a number, a list of numbers (e.g. :data:`DERIVED`), or None."""
+    if name in DERIVED:
+        try:
+            return DERIVED[name](solution)
+        except InvalidParameterError:
+            return None
+    value = (solution.parameters or {}).get(name, solution.details.get(name))
+    if isinstance(value, (list, tuple, np.ndarray)):
+        numbers = np.asarray(value, dtype=object).ravel()
+        return [_number(v) for v in numbers]
+    return _number(value)
+
+
 def solve_cell(problem: dict[str, Any], method: str, key: str, memory: bool = False, record: tuple[str, ...] = ()) -> dict[str, Any]:
     """Solve one cell from its description; any failure becomes the row's ``error``.
 
@@ -338,7 +383,7 @@ def solve_cell(problem: dict[str, Any], method: str, key: str, memory: bool = Fa
         target=_number(solution.certificate.target), seconds=time.perf_counter() - start, error="",
     )
     for name in record:
-        row[name] = _number((solution.parameters or {}).get(name, details.get(name)))
+        row[name] = _recorded(solution, name)
     return row
 
 
@@ -376,8 +421,9 @@ def _frame(rows: list[dict[str, Any]], cells: dict[str, Cell], varied: tuple[str
         entry["method"] = cell.method  # the method asked for (auto records what it chose in status/solver)
         records.append(entry)
     frame = pd.DataFrame.from_records(records, columns=[*varied, *RESULT_COLUMNS, *record])
-    for column in record:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    for column in record:  # numbers as floats; lists (vector quantities) stay lists
+        if not frame[column].map(lambda v: isinstance(v, list)).any():
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     for column in ("objective", "lower_bound", "upper_bound", "max_privacy_loss", "target", "seconds", "peak_mib"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     for column in ("exact", "certificate_ok"):  # None for a failed cell
@@ -491,7 +537,9 @@ def run_sweep(
 
 
 def _progress_bar(total: int, initial: int, enabled: bool) -> Any:
-    from tqdm import tqdm  # not tqdm.auto: in a notebook it warns when ipywidgets is absent
+    from tqdm import (
+        tqdm,  # not tqdm.auto: in a notebook it warns when ipywidgets is absent
+    )
 
     return tqdm(total=total, initial=initial, disable=not enabled, desc="sweep", unit="cell")
 
@@ -517,7 +565,8 @@ def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool, reco
 
 def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:
     try:
-        from dask.distributed import Client, as_completed as dask_completed
+        from dask.distributed import Client
+        from dask.distributed import as_completed as dask_completed
     except ImportError:
         raise fail("scheduler", OWNER, 'usable: Dask is not installed (pip install "dask[distributed]")', str(scheduler)) from None
     if isinstance(scheduler, Client):

@@ -34,7 +34,7 @@ import pandas as pd
 
 import dpopt
 from dpopt.dx.evaluation import improvement_factor
-from dpopt.dx.experiments import blowfish_sweep, single_query_improvements, synthetic_universe, us_cities, us_cities_experiment
+from dpopt.dx.experiments import blowfish_policies, multi_queries, single_queries, synthetic_universe, us_cities
 from dpopt.dx.metric import DXMetric
 from dpopt.dx.scales import closed_form_scales, exact_surrogate, psa_scales, solve_exact, surrogate_objective
 from dpopt.problem_files import read_problem_file
@@ -77,17 +77,22 @@ md(r"""
 
 $N = 50$ points uniform in $[0,100]^2$, $n = 10{,}000$ records, $d_\mathcal{X}$ the Euclidean
 distance; the baseline is the plain Laplace mechanism at $\epsilon = \min_{i\ne j} d_\mathcal{X}(i,j)$.
+Every experiment of this notebook is a sweep (`dpopt.sweep`, built by `dpopt.dx.experiments`):
+one cell per random query or workload, generated from the cell's seed, solved and certified
+on all pairs by `dpopt.solve`, read back as one table.
 """)
 code(r"""
 coords, histogram = synthetic_universe(size=50, records=10_000, seed=0)
 metric = DXMetric.euclidean(coords)
-single = single_query_improvements(metric, queries=1000, seed=1)
+single = dpopt.sweep(single_queries({"type": "euclidean", "coordinates": coords.tolist()}, metric.size, queries=1000),
+                     workers=2, progress=False)
+assert single["certificate_ok"].all()
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 axes[0].scatter(*coords.T, s=12)
 axes[0].set(title="Fig. 2a: the data universe", xlabel="u", ylabel="v", aspect="equal")
-axes[1].hist(single["if_closed_form"], bins=40)
+axes[1].hist(single["improvement_factor"], bins=40)
 axes[1].set(title="Fig. 2b: improvement factor, 1000 random queries", xlabel="IF", ylabel="queries")
-print(single["if_closed_form"].describe().round(2).to_dict())
+print(single["improvement_factor"].describe().round(2).to_dict())
 """)
 md(r"""
 For a single query the paper fixes $cq' = q$. Solving the surrogate exactly with $q'$ free
@@ -122,15 +127,8 @@ code(r"""
 labels = {"strategy1": "Strategy 1", "strategy2": "Strategy 2", "psa": "Strategy 3 (PSA)", "exact": "exact min ||c||²", "exact_improvement": "exact max IF"}
 
 
-def fig2_sweep(generator):
-    return {"kind": "sweep", "methods": list(labels), "seeds": 30, "record": ["improvement_factor", "norm_c_squared"],
-            "base": {"kind": "dx_linear_query", "n": 10_000,
-                     "metric": {"type": "euclidean", "coordinates": coords.tolist(), "epsilon": 1.0}},
-            "random": {"query": {"generator": generator, "columns": 50}},
-            "grid": {"random.query.rows": list(range(1, 11))}}
-
-
-tables = {entries: dpopt.sweep(fig2_sweep(f"{entries}_matrix"), workers=2, progress=False) for entries in ("uniform", "binary")}
+tables = {entries: dpopt.sweep(multi_queries(coords, entries=entries, seeds=30, methods=list(labels)), workers=2, progress=False)
+          for entries in ("uniform", "binary")}
 sweeps = pd.concat([t.assign(entries=e) for e, t in tables.items()]).rename(columns={"random.query.rows": "K", "seed": "trial"})
 assert (sweeps["error"] == "").all() and sweeps["certificate_ok"].all()
 # a binary workload with a constant row needs no noise there and has no improvement factor: left out, as in the paper
@@ -184,7 +182,12 @@ paper's. $d_\mathcal{X}$ is the Euclidean distance on (longitude, latitude).
 """)
 code(r"""
 cities = us_cities()
-ifs, elevation_if = us_cities_experiment(cities, queries=1000, seed=4)
+city_points = cities[["longitude", "latitude"]].to_numpy()
+ifs = dpopt.sweep(single_queries({"type": "euclidean", "coordinates": city_points.tolist()}, len(cities), queries=1000),
+                  workers=2, progress=False)
+assert ifs["certificate_ok"].all()
+elevation = dpopt.solve(dpopt.DXLinearQuery(n=10_000, query=[cities["elevation"].tolist()], metric=DXMetric.euclidean(city_points)), "closed_form")
+elevation_if = elevation.parameters["improvement_factor"]
 fig, axes = plt.subplots(1, 2, figsize=(12, 4))
 sc = axes[0].scatter(cities["longitude"], cities["latitude"], c=cities["elevation"], s=6, cmap="terrain")
 plt.colorbar(sc, ax=axes[0], label="elevation (m)")
@@ -291,7 +294,11 @@ Laplace constraints enforce anyway ($\|Q'_i-Q'_j\|_1$ is a pseudo-metric). For t
 reason most $d^{Blow}$ pairs are implied and dropped before any solve.
 """)
 code(r"""
-blow = blowfish_sweep(coords, thresholds=(2, 4, 8, 16), epsilons=(0.25, 0.5, 1.0, 2.0, 4.0), queries=1000, seed=3)
+blow = dpopt.sweep(blowfish_policies(coords, thresholds=(2, 4, 8, 16), epsilons=(0.25, 0.5, 1.0, 2.0, 4.0), queries=1000),
+                   workers=2, progress=False)
+assert blow["certificate_ok"].all()
+blow = blow.rename(columns={"metric.type": "metric", "metric.threshold": "T", "metric.epsilon": "epsilon"})
+blow["rmse"] = np.sqrt(2 * blow["norm_c_squared"])  # Laplace noise of scale c per query (cq' = q)
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
 for ax, name in zip(axes, ("blowfish", "smooth")):
     sub = blow[blow["metric"] == name].groupby(["T", "epsilon"])["rmse"].mean().unstack("T")
@@ -304,7 +311,7 @@ at_one = blow[blow["epsilon"] == 1.0]
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.8), sharey=True)
 for ax, name in zip(axes, ("blowfish", "smooth")):
     for t, sub in at_one[at_one["metric"] == name].groupby("T"):
-        ax.hist(np.log10(sub["improvement_factor"]), bins=30, histtype="step", lw=1.5, label=f"T = {t}")
+        ax.hist(np.log10(sub["improvement_factor"]), bins=30, histtype="step", lw=1.5, label=f"T = {t:g}")
     ax.set(title=f"Fig. 5: improvement factor at epsilon = 1, d^{name.capitalize()}", xlabel="log10 IF", ylabel="queries")
     ax.legend(title="threshold")
 plt.tight_layout()

@@ -30,6 +30,7 @@ paper's Figs. 6-8 and adds that missing reference:
 Every number quoted below is computed in this notebook.
 """)
 code(r"""
+import json
 import warnings
 
 import matplotlib.pyplot as plt
@@ -43,12 +44,6 @@ from dpopt.universes import graph_atlas
 
 plt.rcParams["figure.dpi"] = 90
 warnings.filterwarnings("ignore", category=FutureWarning)
-
-
-def per_dataset_loss(solution):
-    # E |M(x) - f(x)| for every dataset x, from the certified mechanism matrix
-    problem = solution.problem
-    return (solution.mechanism.to_numpy() * problem.loss_matrix).sum(axis=1)
 """)
 
 md(r"""
@@ -68,14 +63,17 @@ print(f"{atlas.size} classes, {len(atlas.neighbours)} neighbouring pairs, diamet
 
 epsilons = [0.1, 0.5, 1.0, 2.0, 5.0]
 delta_first_100 = np.r_[np.ones(100), np.zeros(atlas.size - 100)]
-rates = {}
-for eps in tqdm(epsilons, desc="Fig. 6, 7 nodes"):
-    base = dict(universe={"type": "graph_atlas", "nodes": 7, "statistic": "triangles"}, epsilon=eps,
-                loss="absolute", calibrate_shortcuts="proof")
-    ladder = per_dataset_loss(dpopt.solve(dpopt.FiniteQuery(**base), "ladder"))
-    first = per_dataset_loss(dpopt.solve(dpopt.FiniteQuery(**base), "privacy_first"))
-    comp = per_dataset_loss(dpopt.solve(dpopt.FiniteQuery(**base, delta=delta_first_100.tolist()), "compositional"))
-    rates[eps] = (first / ladder, comp / ladder)
+# Fig. 6 as one sweep: every epsilon x {ladder, Theorem 2, Theorem 3 with delta = 1 on the first 100 graphs};
+# each cell is solved and certified by dpopt.solve and records its per-graph expected error (input_losses)
+base = {"kind": "finite_query", "universe": {"type": "graph_atlas", "nodes": 7, "statistic": "triangles"},
+        "loss": "absolute", "calibrate_shortcuts": "proof", "delta": delta_first_100.tolist()}
+fig6_table = dpopt.sweep({"kind": "sweep", "base": base, "grid": {"epsilon": epsilons},
+                          "methods": ["ladder", "privacy_first", "compositional"], "record": ["input_losses"]},
+                         workers=2, progress=False)
+assert (fig6_table["error"] == "").all() and fig6_table["certificate_ok"].all()
+per_graph_error = {(row.epsilon, row.method): np.asarray(row.input_losses) for row in fig6_table.itertuples()}
+rates = {eps: (per_graph_error[eps, "privacy_first"] / per_graph_error[eps, "ladder"],
+               per_graph_error[eps, "compositional"] / per_graph_error[eps, "ladder"]) for eps in epsilons}
 
 fig, axes = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True)
 for eps, (first, comp) in rates.items():
@@ -119,22 +117,16 @@ price of a construction is its worst-case error over the LP's.
 code(r"""
 six = {"type": "graph_atlas", "nodes": 6, "statistic": "triangles"}
 constructions = ["staircase", "privacy_first", "compositional", "utility_first", "ladder", "exponential"]
-rows, per_graph = [], {}
-for eps in tqdm([0.5, 1.0, 2.0, 4.0], desc="6 nodes: LP and constructions"):
-    problem = dpopt.FiniteQuery(universe=six, epsilon=eps, loss="absolute")
-    optimum = dpopt.solve(problem, "lp")
-    assert optimum.certificate.ok and optimum.exact
-    row = {"epsilon": eps, "LP optimum (minimax E|error|)": optimum.objective}
-    for name in constructions:
-        s = dpopt.solve(problem, name)
-        assert s.certificate.ok and s.objective >= optimum.objective - 1e-9
-        row[name] = s.objective / optimum.objective
-        if eps == 1.0:
-            per_graph[name] = per_dataset_loss(s)
-    if eps == 1.0:
-        per_graph["LP optimum"] = per_dataset_loss(optimum)
-    rows.append(row)
-price = pd.DataFrame(rows).set_index("epsilon")
+priced = dpopt.sweep({"kind": "sweep", "base": {"kind": "finite_query", "universe": six, "loss": "absolute"},
+                      "grid": {"epsilon": [0.5, 1.0, 2.0, 4.0]}, "methods": ["lp", *constructions], "record": ["input_losses"]},
+                     workers=2, progress=False)
+assert (priced["error"] == "").all() and priced["certificate_ok"].all() and priced.loc[priced["method"] == "lp", "exact"].all()
+wide = priced.pivot(index="epsilon", columns="method", values="objective")
+assert (wide[constructions].to_numpy() >= wide[["lp"]].to_numpy() - 1e-9).all()  # the optimum is never beaten
+price = wide[constructions].div(wide["lp"], axis=0)
+price.insert(0, "LP optimum (minimax E|error|)", wide["lp"])
+at_one = priced[priced["epsilon"] == 1.0].set_index("method")["input_losses"]
+per_graph = {("LP optimum" if m == "lp" else m): np.asarray(v) for m, v in at_one.items()}
 price.round(3)
 """)
 code(r"""
@@ -191,17 +183,19 @@ code(r"""
 V = {"V1": [[0, 1], [1000, 1001]], "V2": [[0, 100], [1000, 1001]], "V3": [[0, 500], [1000, 1001]], "V4": [[0, 1001]]}
 deltas = [0, 1, 5, 10, 20, 50, 100, 200]
 fig7_eps = [0.5, 1, 2, 3, 5, 7, 10]
-rate = {}
-losses = []
-for name, v in tqdm(V.items(), desc="Fig. 7"):
-    grid = np.empty((len(fig7_eps), len(deltas)))
-    for i, eps in enumerate(fig7_eps):
-        staircase = dpopt.solve(dpopt.NeighbouringSetNoise(neighbouring_set=v, epsilon=eps), "staircase").objective
-        for j, d in enumerate(deltas):
-            s = dpopt.solve(dpopt.NeighbouringSetNoise(neighbouring_set=v, epsilon=eps, delta=d), "compositional")
-            losses.append(s.certificate.max_privacy_loss / eps)
-            grid[i, j] = s.objective / staircase
-    rate[name] = grid
+# Fig. 7 as two sweeps: Theorem 3 over V x epsilon x delta, the staircase over V x epsilon (it has no delta)
+fig7 = {"kind": "sweep", "base": {"kind": "noise_adding", "neighbouring_set": V["V4"], "epsilon": 1.0},
+        "grid": {"neighbouring_set": list(V.values()), "epsilon": fig7_eps}}
+theorem3 = dpopt.sweep({**fig7, "grid": {**fig7["grid"], "delta": deltas}, "methods": ["compositional"]}, workers=2, progress=False)
+staircase = dpopt.sweep({**fig7, "methods": ["staircase"]}, workers=2, progress=False)
+for table in (theorem3, staircase):
+    assert (table["error"] == "").all() and table["certificate_ok"].all()
+    table["V"] = table["neighbouring_set"].map({json.dumps(v): name for name, v in V.items()})
+rated = theorem3.merge(staircase[["V", "epsilon", "objective"]], on=["V", "epsilon"], suffixes=("", "_staircase"))
+rated["rate"] = rated["objective"] / rated["objective_staircase"]
+rate = {name: sub.pivot(index="epsilon", columns="delta", values="rate").loc[fig7_eps, deltas].to_numpy()
+        for name, sub in rated.groupby("V")}
+losses = (theorem3["max_privacy_loss"] / theorem3["epsilon"]).tolist()
 print(f"measured privacy loss / eps over all {len(losses)} Theorem 3 densities: min {min(losses):.12f}, max {max(losses):.12f} (Corollary 1)")
 
 fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), sharey=True)

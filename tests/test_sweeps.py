@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import dpopt.sweeps as sweeps
+from dpopt import sweeps
 from dpopt.cli import main
 from dpopt.sweeps import load_sweep, run_sweep, sweep_from_dict
 from dpopt.validation import InvalidParameterError
@@ -168,7 +168,6 @@ def test_a_killed_worker_process_and_a_rerun_complete_the_table(tmp_path, monkey
     """A worker process dies mid-sweep (os._exit in its third cell, once): the driver stops with what finished
     written; the rerun solves only the missing cells and ends with the uninterrupted table."""
     import os
-
     from concurrent.futures.process import BrokenProcessPool
 
     output, marker = tmp_path / "out.parquet", tmp_path / "killed"
@@ -260,3 +259,20 @@ def test_recorded_solution_parameters_become_columns():
     assert (exact <= table[table["method"] == "strategy2"]["norm_c_squared"].to_numpy() * (1 + 1e-9)).all()
     with pytest.raises(InvalidParameterError, match="record"):
         sweep_from_dict(spec | {"record": ["objective"]})
+
+
+def test_input_losses_are_recorded_as_lists_and_survive_parquet(tmp_path):
+    spec = {"kind": "sweep", "methods": ["ladder", "lp"], "record": ["input_losses", "parameter"],
+            "base": {"kind": "finite_query", "universe": {"type": "graph_atlas", "nodes": 4, "statistic": "edges"}, "loss": "absolute"},
+            "grid": {"epsilon": [1.0]}}
+    table = run_sweep(sweep_from_dict(spec), output=tmp_path / "t.parquet", progress=False)
+    stored = pd.read_parquet(tmp_path / "t.parquet")
+    for frame in (table, stored):
+        losses = [list(v) for v in frame["input_losses"]]
+        assert all(len(v) == 11 for v in losses)  # 11 graphs on 4 nodes
+        # the minimax objective is the worst input's expected loss, computed independently here
+        assert frame["objective"].tolist() == pytest.approx([max(v) for v in losses], rel=1e-12)
+    assert pd.isna(table.loc[table["method"] == "lp", "parameter"]).all() and (table.loc[table["method"] == "ladder", "parameter"] > 0).all()
+    count = {"kind": "sweep", "methods": ["closed_form"], "record": ["input_losses"],
+             "base": {"kind": "calibration", "mechanism": "laplace", "epsilon": 1.0}}
+    assert run_sweep(sweep_from_dict(count), progress=False)["input_losses"].isna().all()  # parameters, no matrix: empty

@@ -18,14 +18,12 @@ from dpopt.dx.mechanisms import DXLaplaceMechanism
 from dpopt.dx.metric import DXMetric
 from dpopt.dx.scales import generalized_sensitivity, surrogate_objective
 
-__all__ = ["baseline_scale", "improvement_factor", "empirical_rmse", "surrogate_objective"]
+__all__ = ["baseline_scale", "empirical_rmse", "improvement_factor", "surrogate_objective"]
 
 
 def baseline_scale(query: Any, metric: DXMetric) -> float:
     """``Delta_1^Q / epsilon`` with ``epsilon = min_{i != j} d_X(i, j)``: the plain DP Laplace scale."""
-    i, j = np.triu_indices(metric.size, 1)
-    eps = float(metric.matrix[i, j].min())
-    return float(generalized_sensitivity(query, metric)[i, j].max() / eps)
+    return float(generalized_sensitivity(query, metric).max() / metric.min_distance)  # the diagonal is 0
 
 
 def improvement_factor(query: Any, scales: Any, metric: DXMetric) -> float:

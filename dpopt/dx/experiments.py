@@ -1,12 +1,20 @@
-"""Perrier et al.'s experiments as functions returning DataFrames (used by notebook 02 and tests).
+"""Perrier et al.'s experiments as sweeps (:mod:`dpopt.sweeps`), used by notebook 02 and the tests.
+
+Each function returns a sweep description: ``dpopt.sweep(spec, workers=2)`` solves every
+cell through :func:`dpopt.solve` (certified on all pairs) and returns one tidy table; the
+same dict saved as TOML runs with ``dpopt sweep``. Random queries are generated from each
+cell's seed, so cells with the same seed share their query across metrics and parameters
+(paired comparisons, as in the paper).
 
 * :func:`synthetic_universe` -- Section 4.1: N points uniform in [0, 100]^2 and a
   histogram of n records; d_X is the Euclidean distance (epsilon 1 per unit).
-* :func:`single_query_improvements` -- Fig. 2(b)/3(b): IF of random single queries.
-* :func:`multi_query_sweep` -- Fig. 2(c)/(d): K = 1..10, random uniform or binary Q,
-  Strategies 1-3 and the exact optimum.
-* :func:`blowfish_sweep` -- Section 4.4, Figs. 4-5: d^Blow and d^Smooth for several T.
-* :func:`us_cities` / :func:`us_cities_experiment` -- Section 4.3 on real data.
+* :func:`single_queries` -- Figs. 2(b) and 3(b): random single queries (coefficients
+  uniform in [0, 1)), one cell per query.
+* :func:`multi_queries` -- Fig. 2(c)/(d): K = 1..10, random uniform or binary K x N
+  workloads, Strategies 1-3 and the exact optima.
+* :func:`blowfish_policies` -- Section 4.4, Figs. 4-5: d^Blow and d^Smooth for several
+  thresholds T and epsilons.
+* :func:`us_cities` -- Section 4.3's real data.
 
 Real data: the paper used 741 US cities over 50,000 inhabitants from a commercial
 database with elevations from the Google Maps API; neither is on a package
@@ -18,44 +26,20 @@ cities: a different, larger set, so the IF values need not match the paper's.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
-from dpopt.dx.evaluation import baseline_scale, improvement_factor
-from dpopt.dx.metric import DXMetric
-from dpopt.dx.scales import (
-    closed_form_scales,
-    exact_scales,
-    exact_surrogate,
-    psa_scales,
-    solve_exact,
-    strategy1_scales,
-    strategy2_scales,
-)
 from dpopt.validation import fail
 
-__all__ = [
-    "synthetic_universe",
-    "single_query_improvements",
-    "multi_query_sweep",
-    "blowfish_sweep",
-    "us_cities",
-    "us_cities_experiment",
-    "closed_form_batch",
-    "STRATEGIES",
-]
+__all__ = ["MULTI_QUERY_ROUTES", "blowfish_policies", "multi_queries", "single_queries", "synthetic_universe", "us_cities"]
 
-#: name -> scales(Q, metric)
-STRATEGIES: dict[str, Callable[[Any, DXMetric], np.ndarray]] = {
-    "strategy1": strategy1_scales,
-    "strategy2": strategy2_scales,
-    "psa": lambda q, m: psa_scales(q, m).scales,
-    "exact": exact_scales,
-    "exact_improvement": lambda q, m: solve_exact(q, m, objective="improvement")[0],
-}
+#: The routes of Fig. 2(c)/(d): the paper's Strategies 1-3 and dpopt's two exact optima.
+MULTI_QUERY_ROUTES = ("strategy1", "strategy2", "psa", "exact", "exact_improvement")
+#: Solution quantities every experiment records (IF and ||c||^2; RMSE = sqrt(2 ||c||^2) when cQ' = Q).
+RECORDED = ["improvement_factor", "norm_c_squared"]
 
 
 def synthetic_universe(*, size: int = 50, records: int = 10_000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -64,72 +48,65 @@ def synthetic_universe(*, size: int = 50, records: int = 10_000, seed: int = 0) 
     return rng.uniform(0, 100, size=(size, 2)), rng.multinomial(records, np.full(size, 1.0 / size))
 
 
-def single_query_improvements(metric: DXMetric, *, queries: int = 1000, records: int = 10_000, seed: int = 1,
-                              exact: bool = False, progress: bool = False) -> pd.DataFrame:
-    """IF of random single queries with coefficients uniform in [0, 1] (Fig. 2b).
+def _points(coordinates: Any) -> list[list[float]]:
+    points = np.asarray(coordinates, dtype=float)
+    if points.ndim != 2 or points.shape[0] < 2:
+        raise fail("coordinates", "experiments", "an (N, 2) array of points, N >= 2", points.shape)
+    return points.tolist()
 
-    Columns: ``closed_form`` (the paper's c), and with ``exact`` the exact surrogate's c
-    and the relative gain of its surrogate objective.
+
+def single_queries(metric: Mapping[str, Any], size: int, *, queries: int = 1000, n: int = 10_000,
+                   methods: Sequence[str] = ("closed_form",), grid: Mapping[str, list[Any]] | None = None) -> dict[str, Any]:
+    """Random single queries on one metric (Figs. 2(b), 3(b), 4, 5): one cell per query and grid point.
+
+    Parameters
+    ----------
+    metric : mapping
+        A problem file's ``[metric]`` table (e.g. ``{"type": "euclidean", "coordinates": ...}``).
+    size : int
+        N, the number of universe elements (the query's length).
+    queries : int
+        Random queries (seeds 0..queries-1); the paper uses 1000.
+    n : int
+        Records (only the surrogate objective depends on it).
+    methods : sequence of str
+        Routes of ``dx_linear_query``; the paper's single-query rule is ``closed_form`` (cq' = q).
+    grid : mapping, optional
+        Further fields to cross, e.g. ``{"metric.threshold": [2, 4]}``.
     """
-    rng = np.random.default_rng(seed)
-    rows = []
-    for k in tqdm(range(queries), disable=not progress, desc="single queries"):
-        q = rng.uniform(0, 1, size=(1, metric.size))
-        c = closed_form_scales(q, metric)
-        row = {"query": k, "baseline_scale": baseline_scale(q, metric), "c_closed_form": c[0], "if_closed_form": improvement_factor(q, c, metric)}
-        if exact:
-            _, c_exact, _ = exact_surrogate(q, metric, records)
-            row.update({"c_exact_surrogate": c_exact[0], "if_exact_surrogate": improvement_factor(q, c_exact, metric)})
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return {"kind": "sweep", "methods": list(methods), "seeds": queries, "record": RECORDED,
+            "base": {"kind": "dx_linear_query", "n": n, "metric": dict(metric)},
+            "random": {"query": {"generator": "uniform_matrix", "rows": 1, "columns": size}},
+            "grid": dict(grid or {})}
 
 
-def multi_query_sweep(metric: DXMetric, *, ks: Iterable[int] = range(1, 11), matrices: int = 100, entries: str = "uniform",
-                      seed: int = 2, strategies: Mapping[str, Callable[[Any, DXMetric], np.ndarray]] | None = None,
-                      progress: bool = False) -> pd.DataFrame:
-    """Fig. 2(c)/(d): for each K, random K x N matrices; IF and ||c||^2 of every strategy.
+def multi_queries(coordinates: Any, *, entries: str = "uniform", seeds: int = 100, ks: Iterable[int] = range(1, 11),
+                  methods: Sequence[str] = MULTI_QUERY_ROUTES, n: int = 10_000) -> dict[str, Any]:
+    """Fig. 2(c)/(d): random K x N workloads (``entries`` uniform in [0, 1) or binary), ``seeds`` per K.
 
-    ``strategies`` maps a name to ``scales(Q, metric)``; default :data:`STRATEGIES`
-    (Strategies 1-3 and both exact optima).
+    The paper draws 100 matrices per K = 1..10 on the 50 points of Section 4.1.
     """
-    routes = STRATEGIES if strategies is None else strategies
     if entries not in ("uniform", "binary"):
-        raise fail("entries", "multi_query_sweep", "'uniform' or 'binary'", entries)
-    rng = np.random.default_rng(seed)
-    rows = []
-    ks = list(ks)
-    for k in tqdm(ks, disable=not progress, desc=f"K sweep ({entries})"):
-        for trial in range(matrices):
-            q = rng.uniform(0, 1, (k, metric.size)) if entries == "uniform" else rng.integers(0, 2, (k, metric.size)).astype(float)
-            if np.ptp(q, axis=1).min() == 0:
-                continue  # a constant row needs no noise; IF is undefined for it
-            for name, rule in routes.items():
-                c = rule(q, metric)
-                rows.append({"K": k, "trial": trial, "entries": entries, "method": name,
-                             "improvement_factor": improvement_factor(q, c, metric), "norm_c_squared": float(np.sum(c**2))})
-    return pd.DataFrame(rows)
+        raise fail("entries", "multi_queries", "'uniform' or 'binary'", entries)
+    points = _points(coordinates)
+    return {"kind": "sweep", "methods": list(methods), "seeds": seeds, "record": RECORDED,
+            "base": {"kind": "dx_linear_query", "n": n, "metric": {"type": "euclidean", "coordinates": points, "epsilon": 1.0}},
+            "random": {"query": {"generator": f"{entries}_matrix", "columns": len(points)}},
+            "grid": {"random.query.rows": [int(k) for k in ks]}}
 
 
-def blowfish_sweep(coordinates: np.ndarray, *, thresholds: Iterable[float] = (2, 4, 8, 16), epsilons: Iterable[float] = (0.5, 1.0, 2.0),
-                   queries: int = 1000, seed: int = 3, progress: bool = False) -> pd.DataFrame:
-    """Figs. 4-5: single random queries under d^Blow and d^Smooth.
+def blowfish_policies(coordinates: Any, *, thresholds: Iterable[float] = (2, 4, 8, 16),
+                      epsilons: Iterable[float] = (0.25, 0.5, 1.0, 2.0, 4.0), queries: int = 1000) -> dict[str, Any]:
+    """Figs. 4-5: random single queries under d^Blow and d^Smooth, crossed with T and epsilon.
 
-    RMSE is the exact one of the d_X Laplace mechanism with cq' = q (``sqrt(2) c``);
-    the baseline is the plain Laplace mechanism at ``epsilon``. Returns one row per
-    (metric, T, epsilon, query).
+    With the closed form (cq' = q) the Laplace noise per query has RMSE ``sqrt(2) c``,
+    i.e. ``sqrt(2 * norm_c_squared)``; the plain-DP baseline is ``improvement_factor * c``.
     """
-    rng = np.random.default_rng(seed)
-    qs = rng.uniform(0, 1, size=(queries, len(coordinates)))
-    rows = []
-    grid = [(name, t, e) for name in ("blowfish", "smooth") for t in thresholds for e in epsilons]
-    for name, t, e in tqdm(grid, disable=not progress, desc="blowfish sweep"):
-        metric = (DXMetric.blowfish if name == "blowfish" else DXMetric.smooth)(coordinates, e, t)
-        for k, q in enumerate(qs):
-            c = closed_form_scales(q, metric)[0]
-            plain = np.ptp(q) / e
-            rows.append({"metric": name, "T": t, "epsilon": e, "query": k, "rmse": np.sqrt(2) * c,
-                         "rmse_plain_laplace": np.sqrt(2) * plain, "improvement_factor": plain / c if c > 0 else np.inf})
-    return pd.DataFrame(rows)
+    points = _points(coordinates)
+    metric = {"type": "blowfish", "coordinates": points, "epsilon": 1.0, "threshold": 1.0}
+    return single_queries(metric, len(points), queries=queries, grid={
+        "metric.type": ["blowfish", "smooth"], "metric.threshold": [float(t) for t in thresholds],
+        "metric.epsilon": [float(e) for e in epsilons]})
 
 
 def us_cities(min_population: int = 50_000) -> pd.DataFrame:
@@ -151,39 +128,3 @@ def us_cities(min_population: int = 50_000) -> pd.DataFrame:
         "longitude": us[5].astype(float), "elevation": elevation, "population": us[14].astype(int),
     })
     return out.sort_values("geonameid").reset_index(drop=True)
-
-
-def closed_form_batch(queries: np.ndarray, metric: DXMetric, *, batch: int = 32) -> tuple[np.ndarray, np.ndarray]:
-    """Closed-form c and plain-DP baseline scale for many single queries at once (rows of ``queries``).
-
-    Equal to :func:`closed_form_scales` and :func:`baseline_scale` row by row, with the
-    pair arrays built once and the queries processed in vectorised batches.
-    """
-    i, j = metric.pairs()
-    d = metric.matrix[i, j]
-    k, l = np.triu_indices(metric.size, 1)
-    eps = float(metric.matrix[k, l].min())
-    scales, baselines = [], []
-    for start in range(0, len(queries), batch):
-        block = queries[start : start + batch]
-        spread = np.abs(block[:, i] - block[:, j])
-        scales.append((spread / d).max(axis=1))
-        baselines.append(np.ptp(block, axis=1) / eps)  # max |q_i - q_j| over all pairs = range of q
-    return np.concatenate(scales), np.concatenate(baselines)
-
-
-def us_cities_experiment(cities: pd.DataFrame, *, queries: int = 1000, seed: int = 4, progress: bool = False) -> tuple[pd.DataFrame, float]:
-    """Section 4.3: IF of random single queries and of the "average elevation" query.
-
-    d_X is the Euclidean distance on (longitude, latitude). Returns (per-query
-    DataFrame, IF of the elevation query).
-    """
-    metric = DXMetric.euclidean(cities[["longitude", "latitude"]].to_numpy())
-    rng = np.random.default_rng(seed)
-    qs = rng.uniform(0, 1, size=(queries, metric.size))
-    parts = [closed_form_batch(qs[s : s + 100], metric) for s in tqdm(range(0, queries, 100), disable=not progress, desc="US cities queries")]
-    c = np.concatenate([p[0] for p in parts])
-    base = np.concatenate([p[1] for p in parts])
-    frame = pd.DataFrame({"query": np.arange(queries), "c": c, "baseline_scale": base, "improvement_factor": base / c})
-    elevation = cities["elevation"].to_numpy()
-    return frame, improvement_factor(elevation, closed_form_scales(elevation, metric), metric)

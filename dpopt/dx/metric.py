@@ -15,8 +15,10 @@ and :meth:`graph` (shortest-path metric of a weighted graph).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 from scipy.sparse import coo_array
@@ -93,32 +95,39 @@ class DXMetric:
             object.__setattr__(self, "labels", labels)
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """Index arrays (i, j), i < j, of every pair with a finite distance."""
+        """Index arrays (i, j), i < j, of every pair with a finite distance (read-only, computed once)."""
+        return self._finite_pairs
+
+    @cached_property
+    def _finite_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         i, j = np.triu_indices(self.size, 1)
         keep = np.isfinite(self.matrix[i, j])
-        return i[keep], j[keep]
+        i, j = i[keep], j[keep]
+        i.setflags(write=False)
+        j.setflags(write=False)
+        return i, j
+
+    @cached_property
+    def min_distance(self) -> float:
+        """The smallest distance between two distinct elements (plain DP's epsilon for this universe)."""
+        i, j = np.triu_indices(self.size, 1)
+        return float(self.matrix[i, j].min())
 
     # -- constructors ---------------------------------------------------------------
     @classmethod
-    def uniform(cls, size: int, epsilon: float) -> "DXMetric":
+    def uniform(cls, size: int, epsilon: float) -> DXMetric:
         """``epsilon [i != j]``: plain epsilon-DP (any two elements are neighbours)."""
         eps = check_real(epsilon, "epsilon", OWNER, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
         return cls(eps * (1 - np.eye(_universe_size(size))))
 
     @classmethod
-    def euclidean(cls, coordinates: Any, epsilon: float = 1.0) -> "DXMetric":
+    def euclidean(cls, coordinates: Any, epsilon: float = 1.0) -> DXMetric:
         """``epsilon ||x_i - x_j||_2`` for points given as rows of ``coordinates``."""
-        x = check_array(coordinates, "coordinates", OWNER, ndim=(1, 2), max_abs=MAX_MAGNITUDE)
-        if x.ndim == 1:
-            x = x[:, None]
-        _universe_size(x.shape[0], "coordinates")
         eps = check_real(epsilon, "epsilon", OWNER, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
-        diff = x[:, None, :] - x[None, :, :]
-        d = eps * np.sqrt(np.sum(diff * diff, axis=-1))
-        return cls(_finite((d + d.T) / 2, "coordinates"))  # exact symmetry despite rounding
+        return cls(_finite(eps * _euclidean_distances(coordinates), "coordinates"))
 
     @classmethod
-    def heterogeneous(cls, epsilons: Sequence[float]) -> "DXMetric":
+    def heterogeneous(cls, epsilons: Sequence[float]) -> DXMetric:
         """``(eps_i + eps_j) [i != j]``: a per-element budget."""
         e = check_array(epsilons, "epsilons", OWNER, ndim=1, low=0.0, max_abs=MAX_MAGNITUDE)
         _universe_size(e.size, "epsilons")
@@ -127,7 +136,7 @@ class DXMetric:
         return cls(_finite((e[:, None] + e[None, :]) * (1 - np.eye(e.size)), "epsilons"))
 
     @classmethod
-    def scaled_dates(cls, dates: Sequence[float], epsilon: float, period: float) -> "DXMetric":
+    def scaled_dates(cls, dates: Sequence[float], epsilon: float, period: float) -> DXMetric:
         """``epsilon |u_i - u_j| / T``: dates (or any scalar) scaled by a period T."""
         u = check_array(dates, "values", OWNER, ndim=1, max_abs=MAX_MAGNITUDE)
         _universe_size(u.size, "values")
@@ -136,7 +145,7 @@ class DXMetric:
         return cls(_finite(eps * np.abs(u[:, None] - u[None, :]) / t, "values"))
 
     @classmethod
-    def attribute(cls, records: Sequence[Sequence[Any]], budgets: Mapping[Any, float], *, form: str = "min") -> "DXMetric":
+    def attribute(cls, records: Sequence[Sequence[Any]], budgets: Mapping[Any, float], *, form: str = "min") -> DXMetric:
         """Eq. (3): ``sum_k min(eps(X_i^k), eps(X_j^k)) [X_i^k != X_j^k]`` (``form="sum"``: eps(a) + eps(b)).
 
         ``records`` lists each element's attribute values; ``budgets`` maps a value
@@ -168,7 +177,7 @@ class DXMetric:
         return cls(np.sum(np.where(differ, weight, 0.0), axis=-1), labels=tuple("".join(map(str, r)) for r in rows))
 
     @classmethod
-    def blowfish(cls, coordinates: Any, epsilon: float, threshold: float) -> "DXMetric":
+    def blowfish(cls, coordinates: Any, epsilon: float, threshold: float) -> DXMetric:
         """``d^Blow`` of Section 4.4: epsilon within Euclidean distance T, +inf beyond, closed.
 
         The printed definition (inf beyond T) breaks the triangle inequality; its
@@ -177,7 +186,7 @@ class DXMetric:
         a pseudo-metric: constraints on the T-close pairs imply the closure's bound on
         every other pair. Pairs in different T-components stay at +inf.
         """
-        euclid = cls.euclidean(coordinates).matrix
+        euclid = _euclidean_distances(coordinates)
         eps = check_real(epsilon, "epsilon", OWNER, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
         t = check_real(threshold, "threshold", OWNER, low=1.0 / MAX_MAGNITUDE)
         d = np.where(euclid <= t, eps, np.inf)
@@ -185,15 +194,15 @@ class DXMetric:
         return cls(d, closure=True)
 
     @classmethod
-    def smooth(cls, coordinates: Any, epsilon: float, threshold: float) -> "DXMetric":
+    def smooth(cls, coordinates: Any, epsilon: float, threshold: float) -> DXMetric:
         """``d^Smooth`` of Section 4.4: ``epsilon max(1, d_Euc / T)`` for i != j (a metric as is)."""
-        euclid = cls.euclidean(coordinates).matrix
+        euclid = _euclidean_distances(coordinates)
         eps = check_real(epsilon, "epsilon", OWNER, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
         t = check_real(threshold, "threshold", OWNER, low=1.0 / MAX_MAGNITUDE)
         return cls(eps * np.maximum(1.0, euclid / t) * (1 - np.eye(euclid.shape[0])))
 
     @classmethod
-    def from_csv(cls, path: str, *, closure: bool = False) -> "DXMetric":
+    def from_csv(cls, path: str, *, closure: bool = False) -> DXMetric:
         """An N x N matrix from a headerless CSV file (``inf`` allowed)."""
         import io
 
@@ -205,7 +214,7 @@ class DXMetric:
         return cls(d, closure=closure)
 
     @classmethod
-    def graph(cls, size: int, edges: Sequence[tuple[int, int, float]]) -> "DXMetric":
+    def graph(cls, size: int, edges: Sequence[tuple[int, int, float]]) -> DXMetric:
         """Shortest-path metric of an undirected graph with non-negative edge weights (inf if unreachable)."""
         n = _universe_size(size)
         e = check_array(edges, "edges", OWNER, ndim=2, allow_inf=True, low=0.0, max_abs=MAX_MAGNITUDE)
@@ -222,6 +231,17 @@ def _finite(d: np.ndarray, parameter: str) -> np.ndarray:
     if not np.isfinite(d).all():
         raise fail(parameter, OWNER, "values whose distances (times epsilon) stay finite doubles", "an overflow to inf")
     return d
+
+
+def _euclidean_distances(coordinates: Any) -> np.ndarray:
+    """Validated points (rows) -> their exactly symmetric Euclidean distance matrix."""
+    x = check_array(coordinates, "coordinates", OWNER, ndim=(1, 2), max_abs=MAX_MAGNITUDE)
+    if x.ndim == 1:
+        x = x[:, None]
+    _universe_size(x.shape[0], "coordinates")
+    diff = x[:, None, :] - x[None, :, :]
+    d = np.sqrt(np.sum(diff * diff, axis=-1))
+    return _finite((d + d.T) / 2, "coordinates")  # exact symmetry despite rounding
 
 
 def _universe_size(size: Any, parameter: str = "size") -> int:

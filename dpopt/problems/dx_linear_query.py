@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import pickle
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -12,7 +15,7 @@ from dpopt.dx.metric import DXMetric
 from dpopt.limits import MAX_MAGNITUDE
 from dpopt.validation import check_array, check_int, check_real, fail
 
-__all__ = ["DXLinearQuery", "metric_from_spec", "METRIC_TYPES"]
+__all__ = ["METRIC_TYPES", "DXLinearQuery", "metric_from_spec"]
 
 KIND = "dx_linear_query"
 #: Largest number of records: the surrogate's bias term grows with n^2 (squared to 1e24).
@@ -33,10 +36,39 @@ METRIC_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Metrics built from recent specs: a sweep builds the same metric for every cell (e.g. 1000
+#: random queries on the 841 US cities), and a DXMetric is immutable (read-only matrix).
+_RECENT_METRICS: OrderedDict[bytes, DXMetric] = OrderedDict()
+_RECENT_LIMIT = 8
+
+
+def _spec_key(spec: Mapping[str, Any], size: int) -> bytes | None:
+    """The spec's pickle (equal bytes mean equal values; fast on long coordinate lists), or None for a file."""
+    if spec.get("type") == "csv":
+        return None  # the file may change between two reads
+    try:
+        return pickle.dumps((dict(spec), size), protocol=5)
+    except Exception:  # anything that cannot be pickled is simply not cached
+        return None
+
+
 def metric_from_spec(spec: Any, size: int) -> DXMetric:
-    """Build a :class:`DXMetric` from a problem file's ``[metric]`` table."""
+    """Build a :class:`DXMetric` from a problem file's ``[metric]`` table (recent specs are reused)."""
     if isinstance(spec, DXMetric):
         return spec
+    key = _spec_key(spec, size) if isinstance(spec, Mapping) else None
+    if key is not None and key in _RECENT_METRICS:
+        _RECENT_METRICS.move_to_end(key)
+        return _RECENT_METRICS[key]
+    metric = _build_metric(spec, size)
+    if key is not None:
+        _RECENT_METRICS[key] = metric
+        while len(_RECENT_METRICS) > _RECENT_LIMIT:
+            _RECENT_METRICS.popitem(last=False)
+    return metric
+
+
+def _build_metric(spec: Any, size: int) -> DXMetric:
     if not isinstance(spec, Mapping) or "type" not in spec:
         raise fail("metric", KIND, "a DXMetric or a table with 'type' (" + ", ".join(METRIC_TYPES) + ")", spec)
     kind = spec["type"]

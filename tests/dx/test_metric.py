@@ -52,3 +52,18 @@ def test_constructors_are_metrics():
     graph = DXMetric.graph(4, [(0, 1, 1.0), (1, 2, 2.0), (2, 3, 1.0)])
     assert graph.matrix[0, 3] == 4.0
     assert DXMetric.uniform(3, 0.7).matrix[0, 1] == 0.7
+
+
+def test_equal_metric_specs_share_one_read_only_metric_and_files_are_read_again(tmp_path):
+    from dpopt.problems.dx_linear_query import metric_from_spec
+
+    spec = {"type": "blowfish", "coordinates": [[0.0, 0.0], [1.0, 0.0], [5.0, 0.0]], "epsilon": 1.0, "threshold": 2.0}
+    first = metric_from_spec(spec, 3)
+    assert metric_from_spec(dict(spec), 3) is first and not first.matrix.flags.writeable
+    assert metric_from_spec(spec | {"threshold": 10.0}, 3) is not first
+    np.testing.assert_array_equal(first.matrix, [[0, 1, np.inf], [1, 0, np.inf], [np.inf, np.inf, 0]])
+    path = tmp_path / "d.csv"
+    path.write_text("0,1\n1,0\n")
+    assert metric_from_spec({"type": "csv", "path": str(path)}, 2).matrix[0, 1] == 1
+    path.write_text("0,2\n2,0\n")
+    assert metric_from_spec({"type": "csv", "path": str(path)}, 2).matrix[0, 1] == 2
