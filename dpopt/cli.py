@@ -4,7 +4,7 @@
     dpopt compare PROBLEM.toml
     dpopt sample PROBLEM.toml --true-value V [--count K] [--seed S | --secure]
     dpopt audit PROBLEM.toml [--method NAME] [--draws N] [--seed S] [--confidence C] [--pairs K]
-    dpopt sweep SWEEP.toml --output RESULTS.parquet [--workers K] [--scheduler ADDRESS] [--no-progress]
+    dpopt sweep SWEEP.toml --output RESULTS.parquet [--workers K] [--scheduler ADDRESS] [--timeout S] [--memory] [--no-progress]
 
 Output is JSON on stdout (``compare``: one object per line). Bad input: one line on
 stderr, exit 2. Solver failure: one line naming the solver and its status, exit 3.
@@ -98,6 +98,8 @@ def _parser() -> argparse.ArgumentParser:
     sweep_cmd.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a Dask scheduler to run the cells on")
     sweep_cmd.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     sweep_cmd.add_argument("--memory", action="store_true", help="measure each cell's peak memory (peak_mib; slower)")
+    sweep_cmd.add_argument("--timeout", type=float, default=None, metavar="S",
+                           help="stop a cell after S seconds (each cell runs in its own process; status 'timeout')")
     return parser
 
 
@@ -151,7 +153,7 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
         check_int(args.workers, "workers", "dpopt sweep", low=1, high=256)
         output = args.output
         table = run_sweep(load_sweep(args.problem), output=output, workers=args.workers, scheduler=args.scheduler,
-                          progress=not args.no_progress, memory=args.memory)
+                          progress=not args.no_progress, memory=args.memory, timeout=args.timeout)
         failed = int((table["error"].fillna("") != "").sum())
         return [{"kind": "sweep", "rows": len(table), "failed": failed, "output": str(output)}]
     problem = load_problem(args.problem)

@@ -37,7 +37,9 @@ every key already in ``output`` or its parts, so an interrupted sweep resumes wh
 stopped and ends with the table an uninterrupted run gives.
 
 Work is sent as problem descriptions (dicts), never as solver state: ``workers > 1`` runs
-cells in local processes (:mod:`concurrent.futures`), and ``scheduler`` (an address, or a
+cells in local processes (:mod:`concurrent.futures`); ``timeout`` runs each cell in a fresh
+process of its own, stopped when its time is up (a row with status ``timeout``), which also
+lets ``memory`` measure the process's whole resident growth (solvers' C++ memory included); and ``scheduler`` (an address, or a
 ``dask.distributed.Client``) sends them to a Dask cluster when Dask is installed
 (``pip install "dask[distributed]"``; not a dependency of dpopt).
 """
@@ -61,7 +63,7 @@ import pandas as pd
 
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
 from dpopt.problem_files import problem_from_dict, read_problem_file
-from dpopt.validation import InvalidParameterError, check_int, fail, read_text_file
+from dpopt.validation import InvalidParameterError, check_int, check_real, fail, read_text_file
 
 __all__ = ["MAX_CELLS", "Cell", "Sweep", "load_sweep", "run_sweep", "solve_cell", "sweep", "sweep_from_dict"]
 
@@ -497,6 +499,7 @@ def run_sweep(
     scheduler: Any = None,
     progress: bool = True,
     memory: bool = False,
+    timeout: float | None = None,
 ) -> pd.DataFrame:
     """Solve every cell not already in ``output``; return the whole table (see the module docstring).
 
@@ -513,9 +516,20 @@ def run_sweep(
     progress : bool
         A tqdm bar with completed / failed counts and an ETA (on stderr).
     memory : bool
-        Measure each cell's peak memory (``peak_mib``; slower). Otherwise the column is empty.
+        Measure each cell's peak memory (``peak_mib``). In-process and in pooled workers it is
+        tracemalloc's peak (Python and numpy allocations; slower); with ``timeout`` it is the
+        growth of the cell's own process's resident memory, solvers' C++ allocations included.
+        Otherwise the column is empty.
+    timeout : float, optional
+        Seconds a cell may take. Each cell then runs alone in a fresh process (``workers`` at
+        a time) that is stopped when the time is up: the row's ``status`` is ``timeout`` and the
+        sweep goes on. Costs a process start per cell (about 10-50 ms with ``forkserver``).
     """
     workers = check_int(workers, "workers", OWNER, low=1, high=256)
+    if timeout is not None:
+        timeout = check_real(timeout, "timeout", OWNER, low=0.0, low_open=True, high=7 * 86400.0)
+        if scheduler is not None:
+            raise fail("timeout", OWNER, "absent with a Dask scheduler (Dask does not stop a running task)", timeout)
     target = Path(output) if output is not None else None
     if target is not None and (target.suffix != ".parquet" or not target.parent.is_dir()):
         raise fail("output", OWNER, "a path ending in .parquet in an existing folder", str(target))
@@ -525,7 +539,7 @@ def run_sweep(
     writer = _Writer(target, cells, sweep.varied, sweep.record)
     bar = _progress_bar(len(sweep.cells), len(sweep.cells) - len(todo), progress)
     try:
-        for rows in _execute(todo, workers, scheduler, memory, sweep.record):
+        for rows in _execute(todo, workers, scheduler, memory, sweep.record, timeout):
             writer.add(rows)
             bar.update(len(rows))
             failed = sum(1 for r in writer.rows if r.get("error"))
@@ -537,9 +551,7 @@ def run_sweep(
 
 
 def _progress_bar(total: int, initial: int, enabled: bool) -> Any:
-    from tqdm import (
-        tqdm,  # not tqdm.auto: in a notebook it warns when ipywidgets is absent
-    )
+    from tqdm import tqdm  # not tqdm.auto: in a notebook it warns when ipywidgets is absent
 
     return tqdm(total=total, initial=initial, disable=not enabled, desc="sweep", unit="cell")
 
@@ -549,8 +561,11 @@ def _batches(cells: list[Cell], size: int) -> Iterator[list[tuple[dict[str, Any]
         yield [(c.problem, c.method, c.key) for c in cells[start:start + size]]
 
 
-def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:
-    if scheduler is not None:
+def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool, record: tuple[str, ...],
+             timeout: float | None = None) -> Iterator[list[dict[str, Any]]]:
+    if timeout is not None:
+        yield from _execute_isolated(cells, workers, timeout, memory, record)
+    elif scheduler is not None:
         yield from _execute_dask(cells, scheduler, memory, record)
     elif workers == 1:
         for batch in _batches(cells, 1):
@@ -561,6 +576,98 @@ def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool, reco
             futures = [pool.submit(_solve_batch, batch, memory, record) for batch in _batches(cells, size)]
             for future in as_completed(futures):
                 yield future.result()
+
+
+# -- one process per cell: timeouts and whole-process memory ---------------------------------
+
+def _resident_bytes() -> tuple[int, int] | None:
+    """(current, peak) resident memory of this process from /proc (Linux), or None elsewhere."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    try:
+        return int(fields["VmRSS"].split()[0]) * 1024, int(fields["VmHWM"].split()[0]) * 1024
+    except (KeyError, ValueError):
+        return None
+
+
+def _reset_peak_resident() -> int | None:
+    """Reset the kernel's high-water mark to the current resident size (Linux >= 4.0); return that size."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return None
+    sizes = _resident_bytes()
+    return sizes[0] if sizes else None
+
+
+def _isolated_cell(problem: dict[str, Any], method: str, key: str, memory: bool, record: tuple[str, ...], connection: Any) -> None:
+    """A cell's own process: solve, measure the resident-memory growth, send the row back."""
+    baseline = _reset_peak_resident() if memory else None
+    row = solve_cell(problem, method, key, memory and baseline is None, record)  # tracemalloc only without /proc
+    if baseline is not None:
+        sizes = _resident_bytes()
+        row["peak_mib"] = max(0, sizes[1] - baseline) / 2**20 if sizes else None
+    connection.send(row)
+    connection.close()
+
+
+def _isolation_context() -> Any:
+    """forkserver (children forked from a server that has imported dpopt: fast, no inherited threads), else spawn."""
+    import multiprocessing
+
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        # the solvers too, so a cell's memory is its own work, not first-call imports (missing ones are skipped)
+        context.set_forkserver_preload(["dpopt.sweeps", "dpopt.registry", "dpopt.methods", "dpopt.solvers", "cvxpy", "highspy", "scipy.optimize"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _execute_isolated(cells: list[Cell], workers: int, timeout: float, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:
+    """Each cell in a fresh process, ``workers`` at a time; a cell past ``timeout`` is stopped and recorded."""
+    from multiprocessing.connection import wait
+
+    context = _isolation_context()
+    pending = list(reversed(cells))
+    running: dict[Any, tuple[Any, Cell, float]] = {}  # connection -> (process, cell, start)
+    try:
+        while pending or running:
+            while pending and len(running) < workers:
+                cell = pending.pop()
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(target=_isolated_cell, args=(cell.problem, cell.method, cell.key, memory, record, send), daemon=True)
+                process.start()
+                send.close()
+                running[receive] = (process, cell, time.monotonic())
+            first_deadline = min(start for _, _, start in running.values()) + timeout
+            for connection in wait(list(running), timeout=max(0.0, first_deadline - time.monotonic())):
+                process, cell, start = running.pop(connection)
+                try:
+                    row = connection.recv()
+                except (EOFError, OSError):  # the process died without a result (killed, out of memory)
+                    process.join()
+                    row = {"key": cell.key, "method": cell.method, "seconds": time.monotonic() - start,
+                           "error": f"ProcessError: the cell's process ended without a result (exit code {process.exitcode})"}
+                connection.close()
+                process.join()
+                yield [row]
+            now = time.monotonic()
+            for connection, (process, cell, start) in list(running.items()):
+                if now - start >= timeout:
+                    process.kill()
+                    process.join()
+                    connection.close()
+                    del running[connection]
+                    yield [{"key": cell.key, "method": cell.method, "status": "timeout", "seconds": now - start,
+                            "error": f"TimeoutError: no result within {timeout:g} s (the cell's process was stopped)"}]
+    finally:  # an interrupted sweep leaves no cell running
+        for connection, (process, _, _) in running.items():
+            process.kill()
+            process.join()
+            connection.close()
 
 
 def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:

@@ -111,6 +111,8 @@ def test_cli_sweep_writes_the_table_and_refuses_bad_input(smallest, tmp_path, ca
     assert "output" in capsys.readouterr().err
     assert main(["sweep", str(smallest), "--output", str(output), "--workers", "0"]) == 2
     assert "workers" in capsys.readouterr().err
+    assert main(["sweep", str(smallest), "--output", str(tmp_path / "t.parquet"), "--timeout", "nan"]) == 2
+    assert "timeout" in capsys.readouterr().err
     try:
         import dask.distributed  # noqa: F401
     except ImportError:
@@ -276,3 +278,35 @@ def test_input_losses_are_recorded_as_lists_and_survive_parquet(tmp_path):
     count = {"kind": "sweep", "methods": ["closed_form"], "record": ["input_losses"],
              "base": {"kind": "calibration", "mechanism": "laplace", "epsilon": 1.0}}
     assert run_sweep(sweep_from_dict(count), progress=False)["input_losses"].isna().all()  # parameters, no matrix: empty
+
+
+def test_a_dotted_grid_key_varies_a_field_of_a_base_table_without_touching_the_base():
+    base = {"kind": "dx_linear_query", "n": 10, "query": [[0.0, 1.0, 3.0]], "metric": {"type": "uniform", "epsilon": 1.0}}
+    spec = {"kind": "sweep", "methods": ["closed_form"], "base": base, "grid": {"metric.epsilon": [0.5, 2.0]}, "record": ["norm_c_squared"]}
+    table = run_sweep(sweep_from_dict(spec), progress=False)
+    # one query, plain DP on a uniform metric: c = range / epsilon
+    assert table.set_index("metric.epsilon")["norm_c_squared"].to_dict() == pytest.approx({0.5: 36.0, 2.0: 2.25})
+    assert base["metric"]["epsilon"] == 1.0
+    with pytest.raises(InvalidParameterError, match=r"grid\.n\.size"):
+        sweep_from_dict(spec | {"grid": {"n.size": [1]}})
+
+
+def test_a_timeout_stops_a_slow_cell_records_it_and_the_sweep_goes_on(tmp_path):
+    # the direct GS LP at n = 150, alpha = 0.9 takes about a minute; the factored route milliseconds
+    spec = {"kind": "sweep", "methods": ["factored", "lp"], "base": {"kind": "count_query", "loss": "absolute", "alpha": 0.9, "n": 8},
+            "grid": {"n": [8, 150]}}
+    table = run_sweep(sweep_from_dict(spec), output=tmp_path / "t.parquet", progress=False, timeout=2.0, memory=True, workers=2)
+    slow = table[(table["n"] == 150) & (table["method"] == "lp")].iloc[0]
+    assert slow["status"] == "timeout" and "TimeoutError" in slow["error"] and 2.0 <= slow["seconds"] < 10
+    fine = table.drop(slow.name)
+    assert (fine["error"] == "").all() and fine["certificate_ok"].all() and (fine["peak_mib"] > 0).all()
+    serial = run_sweep(sweep_from_dict(spec | {"grid": {"n": [8]}}), progress=False)
+    assert fine[fine["n"] == 8]["objective"].tolist() == serial["objective"].tolist()  # the same solve in its own process
+
+
+@pytest.mark.parametrize("options", [{"timeout": 0.0}, {"timeout": float("nan")}, {"timeout": True},
+                                     {"timeout": 5.0, "scheduler": "tcp://127.0.0.1:1"}])
+def test_bad_timeouts_are_refused_before_any_work(smallest, options, monkeypatch):
+    monkeypatch.setattr(sweeps, "solve_cell", lambda *a, **k: pytest.fail("a cell was solved"))
+    with pytest.raises(InvalidParameterError, match="timeout"):
+        run_sweep(load_sweep(smallest), progress=False, **options)
