@@ -1,7 +1,8 @@
 """Wall time and peak memory of the exact count-query routes, measured in one process.
 
     python benchmarks/count_query.py [--n 10 25 50 100] [--alpha 0.5] [--loss absolute]
-    python benchmarks/count_query.py --scale [--n ...] [--alphas ...] [--losses ...] [--lp-limit 200]
+    python benchmarks/count_query.py --scale [--n ...] [--alphas ...] [--losses ...] [--lp-limit 200] [--timeout S] [--output X.parquet]
+    python benchmarks/count_query.py --scale --alphas 0.99 0.999 --n 1000 2000 5000 10000 --lp-limit 0   # small epsilon
 
 The first form compares the GS LP with the geometric + interaction program. The
 ``--scale`` form prints the large-n table: for each n, alpha and loss, the direct
@@ -275,13 +276,14 @@ def main() -> None:
     )
     parser.add_argument("--lp-limit", type=int, default=200)
     parser.add_argument("--output", default=None, metavar="X.parquet", help="keep the --scale sweeps' tables (a rerun resumes)")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds a factored cell of --scale may take")
     args = parser.parse_args()
     if args.scale:
         sizes = args.n or [50, 100, 200, 400, 1000, 2000, 5000]
         print("count_query, S = all; factored = column generation; lp = direct GS LP (HiGHS); MiB = peak growth")
         named = [loss for loss in args.losses if loss not in TABLE_LOSSES]
         if named:
-            table = scale_sweeps(sizes, args.alphas, named, args.lp_limit, output=args.output)
+            table = scale_sweeps(sizes, args.alphas, named, args.lp_limit, factored_timeout=args.timeout, output=args.output)
             print(table.to_string(index=False, float_format="{:.4g}".format), flush=True)
         tables = [loss for loss in args.losses if loss in TABLE_LOSSES]
         if tables:

@@ -57,11 +57,37 @@ degenerate, and HiGHS's pivot count depends on this start and on the initial ban
 more than on n: measured per form, not derived (see :func:`_tight_row`,
 :meth:`_Form.initial_band`).
 
-Tried and not adopted (small epsilon, issue 16): a coarse-to-fine start -- the optimal T of
-n/2 mapped onto n (every nonzero (r, r') to rows 2r +- 2 and columns shifted alike, +-1 or
-+-3) added to the first master. At n = 1000, alpha = 0.99, absolute loss it cut the rounds
-from 15 to 11 but not the time (7.6 s and 11.1 s against 7.4 s, plus 1.7 s for n/2): the
-cost is the degenerate re-solves, not the number of rounds.
+Small epsilon: the coarse-to-fine start (issue 16)
+--------------------------------------------------
+At alpha >= 0.95 (n >= 400; absolute and squared loss) the first master also holds the
+columns a coarser problem predicts (:func:`coarse_start`). Two facts make that work:
+
+* for a loss convex in the output, replacing each row of T by the randomized rounding of
+  its mean phi_r (mass on floor(phi_r) and ceil(phi_r)) never raises any input's expected
+  loss (Jensen on the piecewise-linear interpolation of l(i, .)), so an optimal T with
+  two columns per row exists and predicting phi predicts the support;
+* the optimum depends on (n, alpha) mostly through n log(1/alpha): phi at (n, alpha) is
+  close to k phi(r / k) at (n / k, alpha^k) (n = 1000, alpha = 0.99 from n = 200: 90% of
+  rows within 0.3, except a boundary layer of a row or two at each end, handled apart).
+
+With the optimal support given, the master at n = 1000, alpha = 0.99 (absolute) is one
+0.6 s solve against 15 rounds and 7.4 s from the band; the cost of the band start is the
+degenerate warm re-solves while every row of T walks from the identity to its place. The
+coarse problem is solved the same way (recursively), so alpha = 0.999 goes through 0.99
+to about 0.9. Measured (2 cores, one process, certified gaps <= 1e-9): absolute 0.99 n =
+1000 7.4 -> 0.85 s, n = 5000 278 -> 13 s, n = 10,000 36 s; squared 0.99 n = 1000 6.8 -> 0.97
+s, n = 5000 12.8 s; absolute 0.999 n = 2000 12.6 s; alpha = 0.95, n = 1000: 2.0 -> 0.7 s.
+Squared loss predicts less well (its optimal phi is not unique where loss rows are slack:
+the support sits up to 7 columns off the prediction at n = 2000), so it needs 3-4 rounds,
+and at n = 10,000 each warm primal round costs ~20,000 pivots (about 60 s): 105-150 s.
+At alpha = 0.9 a coarse start (k = 2..5) gave 12.7 -> 7.4-10.6 s at n = 5000, erratic, so
+it is not used there.
+
+Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
+alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
+n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round
+interior point or dual simplex instead of warm primal simplex (n = 1000, alpha = 0.99:
+12-27 s and 9-21 s against 7 s).
 """
 
 from __future__ import annotations
@@ -594,6 +620,7 @@ class _Master:
     def __init__(self, form: _Form) -> None:
         self.form = form
         self.h = new_highs({**HIGHS_OPTIONS, **form.highs_options})
+        self.scale_strategy = int(self.h.getOptionValue("simplex_scale_strategy")[1])
         lower, upper = np.array(form.row_lower), np.array(form.row_upper)
         empty = np.zeros(lower.size, dtype=np.int32)
         self.h.addRows(lower.size, lower, upper, 0, empty, np.zeros(0, np.int32), np.zeros(0))
@@ -657,7 +684,13 @@ class _Master:
         return int(keys.size)
 
     def _configure(self, strategy: str) -> None:
-        if strategy == "ipm":
+        # "ipm without presolve": after an optimal presolved IPM + crossover, HiGHS's clean-up of
+        # the original LP can fail ("excessive dual values"; squared loss, n = 10,000, alpha = 0.99)
+        # "unscaled ipm": after an optimal IPM + crossover on the presolved master, HiGHS's
+        # clean-up of the original LP can fail with "excessive dual values" (squared loss,
+        # n = 10,000, alpha = 0.99, from the coarse start); unscaled, its clean-up succeeds
+        self.h.setOptionValue("simplex_scale_strategy", 0 if strategy == "unscaled ipm" else self.scale_strategy)
+        if strategy in ("ipm", "unscaled ipm"):
             self.h.setOptionValue("solver", "ipm")
             self.h.setOptionValue("run_crossover", "on")
         else:
@@ -696,7 +729,7 @@ class _Master:
         or ``"ipm"`` (interior point + crossover, from scratch). On failure the
         others are tried from scratch.
         """
-        attempts = [(strategy, True)] + [(other, False) for other in ("ipm", "dual") if other != strategy]
+        attempts = [(strategy, True)] + [(other, False) for other in ("ipm", "unscaled ipm", "dual") if other != strategy]
         if strategy == "primal":
             # Primal simplex occasionally stalls on this degenerate LP (tens of thousands
             # of pivots after adding a few hundred columns); the dual simplex, warm from
@@ -801,6 +834,89 @@ def _multipliers(duals: np.ndarray, size: int) -> np.ndarray:
     return lam / total if total > 0 else np.full(size, 1.0 / size)
 
 
+# ---------------------------------------------------------------------------
+# Coarse-to-fine start (small epsilon)
+# ---------------------------------------------------------------------------
+
+#: The coarse start is used from this alpha on (below it the band start needs few rounds).
+COARSE_FROM_ALPHA = 0.95
+#: ... and from this n on (smaller problems take well under a second either way).
+COARSE_FROM_N = 400
+#: The coarse problem has n / k rows with k <= COARSE_MAX_FACTOR, chosen so that alpha^k
+#: is about COARSE_TARGET_ALPHA (where the band start is fast) ...
+COARSE_MAX_FACTOR = 10
+COARSE_TARGET_ALPHA = 0.9
+#: ... and at least COARSE_MIN_ROWS rows (the continuum picture needs some resolution).
+COARSE_MIN_ROWS = 100
+#: Columns floor(phi) - PREDICTED_WIDTH .. floor(phi) + 1 + PREDICTED_WIDTH per row.
+PREDICTED_WIDTH = 1
+
+
+def coarse_factor(n: int, alpha: float) -> int:
+    """k of the coarse problem (n // k rows at alpha^k), or 1 when no coarse start is used."""
+    if alpha < COARSE_FROM_ALPHA or n < COARSE_FROM_N:
+        return 1
+    k = int(round(np.log(COARSE_TARGET_ALPHA) / np.log(alpha)))
+    return max(1, min(k, COARSE_MAX_FACTOR, n // COARSE_MIN_ROWS))
+
+
+def row_means(remap: sparse.csr_array) -> np.ndarray:
+    """phi_r = sum_r' T[r, r'] r': where each row of the remap sends its count on average."""
+    return remap @ np.arange(remap.shape[1], dtype=float)
+
+
+def predicted_means(coarse_means: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The fine problem's row means predicted from the coarse one's (n // k rows, alpha^k).
+
+    The optimal mechanism depends on n and alpha mostly through n log(1/alpha) (a continuum
+    limit: the geometric noise's scale 1/log(1/alpha) against the range n), so
+    ``phi_n(r) ~ k phi_(n/k)(r / k)``, linear interpolation between coarse rows 1 .. m-1.
+    The end rows are a boundary layer of width about one row at every scale: row 0 (and n)
+    keeps the coarse row 0's mean times k; the fine rows between are extrapolated from
+    coarse rows 1 and 2 (m-1 and m-2), not interpolated towards row 0.
+    """
+    m = coarse_means.size - 1
+    x = np.arange(n + 1) / (n / m)
+    inner = np.arange(1, m)
+    phi = np.interp(x, inner, coarse_means[1:m])
+    low, high = x < 1, x > m - 1
+    phi[low] = coarse_means[1] + (x[low] - 1) * (coarse_means[2] - coarse_means[1])
+    phi[high] = coarse_means[m - 1] + (x[high] - (m - 1)) * (coarse_means[m - 1] - coarse_means[m - 2])
+    phi *= n / m
+    phi[0], phi[n] = coarse_means[0] * n / m, n - (m - coarse_means[m]) * n / m
+    return np.clip(phi, 0, n)
+
+
+def coarse_start(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[np.ndarray, np.ndarray] | None:
+    """Master columns (rows, targets) predicted by a coarser problem, or None where not used.
+
+    Applies to losses convex in the output (absolute and squared), where an optimal remap
+    can be taken to send row r to the two integers around its mean phi_r (Jensen: the
+    randomized rounding of phi_r never raises any row's expected loss), so predicting phi
+    predicts the optimal support. The coarse problem (n // k rows, alpha^k, side
+    information S // k) is solved the same way (recursively, so alpha = 0.999 goes through
+    0.99 to about 0.9); its row means, scaled by :func:`predicted_means`, give each fine row
+    the columns around its predicted mean. The prediction only chooses where column
+    generation starts: pricing still checks every column and the bounds certify the result.
+    """
+    n, alpha = problem.n, problem.alpha
+    k = coarse_factor(n, alpha)
+    if k == 1 or problem.loss_name not in ("absolute", "squared"):
+        return None
+    m = n // k
+    side = np.unique(np.minimum(np.round(np.asarray(problem.support) * m / n), m).astype(int))
+    coarse_problem = CountQuery(n=m, alpha=alpha**k, loss=problem.loss_name,
+                                side_information=None if side.size == m + 1 else side.tolist())
+    result = solve_by_column_generation(coarse_problem, tolerance=tolerance)
+    phi = predicted_means(row_means(result.mechanism.remap), n, k)
+    base = np.floor(phi).astype(np.int64)
+    offsets = np.arange(-PREDICTED_WIDTH, PREDICTED_WIDTH + 2)
+    rows = np.repeat(np.arange(n + 1), offsets.size)
+    targets = base[rows] + np.tile(offsets, n + 1)
+    inside = (targets >= 0) & (targets <= n)
+    return rows[inside], targets[inside]
+
+
 def solve_by_column_generation(
     problem: CountQuery,
     *,
@@ -808,6 +924,7 @@ def solve_by_column_generation(
     band: int | None = None,
     max_rounds: int = 500,
     progress: Callable[[dict[str, float]], None] | None = None,
+    coarse: bool = True,
 ) -> ColumnGenerationResult:
     """The exact minimax-optimal mechanism as ``G T`` (see the module docstring).
 
@@ -824,6 +941,9 @@ def solve_by_column_generation(
         Cap on master solves; the result reports its bounds whether or not they met.
     progress : callable, optional
         Called after each round with a dict (round, columns, master, lower).
+    coarse : bool
+        Start from the columns a coarser problem predicts (:func:`coarse_start`) where
+        that pays (small epsilon, absolute and squared loss); False: the band alone.
 
     Raises
     ------
@@ -839,11 +959,15 @@ def solve_by_column_generation(
     n = problem.n
     support = np.array(problem.support)
     master = _Master(_form_for(problem))
-    band = master.form.initial_band() if band is None else band
+    predicted = coarse_start(problem, tolerance=tol) if coarse else None
+    if band is None:
+        band = 0 if predicted is not None else master.form.initial_band()
     r = np.repeat(np.arange(n + 1), 2 * band + 1)
     rp = r + np.tile(np.arange(-band, band + 1), n + 1)
     inside = (rp >= 0) & (rp <= n)
     master.add_remap_columns(r[inside], rp[inside])
+    if predicted is not None:
+        master.add_remap_columns(*predicted)
     history: list[dict[str, float]] = []
     best_lower = -np.inf
 

@@ -238,3 +238,71 @@ def test_the_loop_stops_when_new_columns_cannot_raise_the_bound():
     result = solve_by_column_generation(dpopt.CountQuery(n=200, alpha=0.1, loss="absolute"))
     assert result.rounds == 1
     assert result.within(1e-9)
+
+
+# -- the coarse-to-fine start (small epsilon, issue 16) ----------------------------------------
+
+def _rounded(t):
+    """Each row of t replaced by the randomized rounding of its mean (mass on floor and ceil)."""
+    n = t.shape[0] - 1
+    phi = t @ np.arange(n + 1)
+    out = np.zeros_like(t)
+    low = np.floor(phi).astype(int)
+    frac = phi - low
+    out[np.arange(n + 1), low] += 1 - frac
+    out[np.arange(n + 1), np.minimum(low + 1, n)] += frac
+    return out
+
+
+@settings(max_examples=40)
+@given(st.integers(2, 15), st.floats(0.05, 0.99), st.sampled_from(["absolute", "squared"]), st.integers(0, 2**32 - 1))
+def test_rounding_each_row_to_its_mean_never_raises_a_rows_loss(n, alpha, loss, seed):
+    # why the coarse start predicts only the row means: for losses convex in the output,
+    # G R(T) is never worse than G T on any input row (Jensen), so an optimal T exists with
+    # every row on the two integers around its mean
+    t = _random_remap(n, np.random.default_rng(seed), width=n)
+    g = geometric_matrix(n, alpha)
+    table = loss_table(loss, n)
+    before = ((g @ t) * table).sum(axis=1)
+    after = ((g @ _rounded(t)) * table).sum(axis=1)
+    assert np.all(after <= before + 1e-9 * np.maximum(1.0, before))
+
+
+def test_predicted_means_scale_the_coarse_solution():
+    # identity at the coarse level is identity at the fine level; the end rows keep their boundary layer
+    m, k = 50, 4
+    phi = cg.predicted_means(np.arange(m + 1, dtype=float), m * k, k)
+    np.testing.assert_allclose(phi, np.arange(m * k + 1))
+    r = np.arange(m + 1, dtype=float)
+    coarse = r + 3.0 * (1 - 2 * r / m)  # pulled towards the middle, linearly
+    coarse[0], coarse[m] = 2.0, m - 2.0
+    n = m * k
+    phi = cg.predicted_means(coarse, n, k)
+    assert phi[0] == 8.0 and phi[n] == n - 8.0
+    fine = np.arange(n + 1, dtype=float)
+    np.testing.assert_allclose(phi[1:n], (fine + 3.0 * k * (1 - 2 * fine / n))[1:n], rtol=1e-12)
+    assert cg.coarse_factor(1000, 0.9) == 1 and cg.coarse_factor(300, 0.99) == 1  # not used there
+    assert cg.coarse_factor(1000, 0.99) == 10 and cg.coarse_factor(400, 0.99) == 4
+
+
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+@pytest.mark.parametrize("side", [None, {"lower": 60, "upper": 390}])
+def test_the_coarse_start_reaches_the_optimum_of_the_band_start(loss, side):
+    problem = dpopt.CountQuery(n=400, alpha=0.99, loss=loss, side_information=side)
+    assert cg.coarse_start(problem) is not None
+    coarse = solve_by_column_generation(problem)
+    plain = solve_by_column_generation(problem, coarse=False)
+    for result in (coarse, plain):
+        assert result.relative_gap <= 1e-9
+    assert coarse.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9)
+    assert coarse.rounds < plain.rounds
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None)
+@given(st.integers(400, 700), st.floats(0.95, 0.995), st.sampled_from(["absolute", "squared"]), st.integers(0, 150), st.integers(0, 150))
+def test_the_coarse_start_never_changes_the_certified_optimum(n, alpha, loss, cut_low, cut_high):
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information={"lower": cut_low, "upper": n - cut_high})
+    coarse, plain = solve_by_column_generation(problem), solve_by_column_generation(problem, coarse=False)
+    assert coarse.relative_gap <= 1e-9 and plain.relative_gap <= 1e-9
+    assert coarse.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9)
