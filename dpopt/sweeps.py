@@ -70,8 +70,10 @@ __all__ = ["MAX_CELLS", "Cell", "Sweep", "load_sweep", "run_sweep", "solve_cell"
 OWNER = "sweep"
 #: Largest number of (cell, method) rows one sweep file may ask for.
 MAX_CELLS = 100_000
-#: Rows per Parquet part file (and per progress update in worker mode).
+#: Rows per Parquet part file (and per progress update in worker mode) ...
 BATCH = 64
+#: ... or fewer when this many seconds have passed: slow cells are not lost to an interruption.
+FLUSH_SECONDS = 10.0
 SWEEP_KEYS = ("kind", "base", "grid", "zip", "methods", "seeds", "random", "record", "title", "source")
 #: Table columns every row has, in this order (the cell's varied fields come first).
 RESULT_COLUMNS = ("key", "method", "solver", "status", "exact", "objective", "lower_bound", "upper_bound",
@@ -443,10 +445,11 @@ def _plain(value: Any) -> Any:
 
 
 class _Writer:
-    """Parquet part files, one per batch, written as rows arrive."""
+    """Parquet part files, one per batch of rows or per FLUSH_SECONDS, written as rows arrive."""
 
     def __init__(self, output: Path | None, cells: dict[str, Cell], varied: tuple[str, ...], record: tuple[str, ...] = ()) -> None:
         self.output, self.cells, self.varied, self.record = output, cells, varied, record
+        self.last_flush = time.monotonic()
         self.pending: list[dict[str, Any]] = []
         self.rows: list[dict[str, Any]] = []
         if output is not None:
@@ -456,10 +459,11 @@ class _Writer:
         rows = list(rows)
         self.rows.extend(rows)
         self.pending.extend(rows)
-        if len(self.pending) >= BATCH:
+        if len(self.pending) >= BATCH or time.monotonic() - self.last_flush >= FLUSH_SECONDS:
             self.flush()
 
     def flush(self) -> None:
+        self.last_flush = time.monotonic()
         if self.output is None or not self.pending:
             self.pending = []
             return

@@ -310,3 +310,18 @@ def test_bad_timeouts_are_refused_before_any_work(smallest, options, monkeypatch
     monkeypatch.setattr(sweeps, "solve_cell", lambda *a, **k: pytest.fail("a cell was solved"))
     with pytest.raises(InvalidParameterError, match="timeout"):
         run_sweep(load_sweep(smallest), progress=False, **options)
+
+
+def test_slow_cells_reach_disk_before_the_batch_is_full(smallest, tmp_path, monkeypatch):
+    # a driver killed outright (no finally) keeps every cell written by then
+    output = tmp_path / "out.parquet"
+    monkeypatch.setattr(sweeps, "FLUSH_SECONDS", 0.0)
+    real, seen = sweeps.solve_cell, []
+
+    def counting(problem, method, key):
+        seen.append(len(list((tmp_path / "out.parquet.parts").glob("part-*.parquet"))))
+        return real(problem, method, key)
+
+    monkeypatch.setattr(sweeps, "solve_cell", counting)
+    run_sweep(load_sweep(smallest), output=output, progress=False)
+    assert seen == list(range(12))  # one part per finished cell, each on disk before the next cell starts
