@@ -78,8 +78,9 @@ to about 0.9. Measured (2 cores, one process, certified gaps <= 1e-9): absolute 
 1000 7.4 -> 0.85 s, n = 5000 278 -> 13 s, n = 10,000 36 s; squared 0.99 n = 1000 6.8 -> 0.97
 s, n = 5000 12.8 s; absolute 0.999 n = 2000 12.6 s; alpha = 0.95, n = 1000: 2.0 -> 0.7 s.
 Squared loss predicts less well (its optimal phi is not unique where loss rows are slack:
-the support sits up to 7 columns off the prediction at n = 2000), so it needs 3-4 rounds,
-and at n = 10,000 each warm primal round costs ~20,000 pivots (about 60 s): 105-150 s.
+the support sits up to 7 columns off the prediction at n = 2000), so it gets +-3 columns
+around the prediction instead of +-1: with +-1 it needed 3-4 rounds, and at n = 10,000 each
+warm primal round cost ~20,000 pivots (about 60 s; 209 s in all), with +-3 two rounds, 54 s.
 At alpha = 0.9 a coarse start (k = 2..5) gave 12.7 -> 7.4-10.6 s at n = 5000, erratic, so
 it is not used there.
 
@@ -848,8 +849,10 @@ COARSE_MAX_FACTOR = 10
 COARSE_TARGET_ALPHA = 0.9
 #: ... and at least COARSE_MIN_ROWS rows (the continuum picture needs some resolution).
 COARSE_MIN_ROWS = 100
-#: Columns floor(phi) - PREDICTED_WIDTH .. floor(phi) + 1 + PREDICTED_WIDTH per row.
-PREDICTED_WIDTH = 1
+#: Columns floor(phi) - w .. floor(phi) + 1 + w per row, w by loss: squared loss predicts its
+#: support less well (see the module docstring); w = 3 there took n = 10,000, alpha = 0.99
+#: from 4 rounds and 209 s to 2 rounds and 54 s (n = 1000: 1.24 -> 0.97 s).
+PREDICTED_WIDTH = {"absolute": 1, "squared": 3}
 
 
 def coarse_factor(n: int, alpha: float) -> int:
@@ -910,7 +913,8 @@ def coarse_start(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[np.n
     result = solve_by_column_generation(coarse_problem, tolerance=tolerance)
     phi = predicted_means(row_means(result.mechanism.remap), n, k)
     base = np.floor(phi).astype(np.int64)
-    offsets = np.arange(-PREDICTED_WIDTH, PREDICTED_WIDTH + 2)
+    width = PREDICTED_WIDTH[problem.loss_name]
+    offsets = np.arange(-width, width + 2)
     rows = np.repeat(np.arange(n + 1), offsets.size)
     targets = base[rows] + np.tile(offsets, n + 1)
     inside = (targets >= 0) & (targets <= n)
