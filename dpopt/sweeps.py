@@ -607,8 +607,29 @@ def _reset_peak_resident() -> int | None:
     return sizes[0] if sizes else None
 
 
-def _isolated_cell(problem: dict[str, Any], method: str, key: str, memory: bool, record: tuple[str, ...], connection: Any) -> None:
+def _exit_when_gone(driver: int, every: float = 0.5) -> None:
+    """End this process when the sweep's driver has ended (killed outright, its cells must not run on)."""
+    import os
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(every)
+            try:
+                os.kill(driver, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # alive, someone else's: not ours to judge
+                pass
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _isolated_cell(problem: dict[str, Any], method: str, key: str, memory: bool, record: tuple[str, ...], connection: Any,
+                   driver: int | None = None) -> None:
     """A cell's own process: solve, measure the resident-memory growth, send the row back."""
+    if driver is not None:
+        _exit_when_gone(driver)
     baseline = _reset_peak_resident() if memory else None
     row = solve_cell(problem, method, key, memory and baseline is None, record)  # tracemalloc only without /proc
     if baseline is not None:
@@ -634,7 +655,10 @@ def _execute_isolated(cells: list[Cell], workers: int, timeout: float, memory: b
     """Each cell in a fresh process, ``workers`` at a time; a cell past ``timeout`` is stopped and recorded."""
     from multiprocessing.connection import wait
 
+    import os
+
     context = _isolation_context()
+    driver = os.getpid()
     pending = list(reversed(cells))
     running: dict[Any, tuple[Any, Cell, float]] = {}  # connection -> (process, cell, start)
     try:
@@ -642,7 +666,8 @@ def _execute_isolated(cells: list[Cell], workers: int, timeout: float, memory: b
             while pending and len(running) < workers:
                 cell = pending.pop()
                 receive, send = context.Pipe(duplex=False)
-                process = context.Process(target=_isolated_cell, args=(cell.problem, cell.method, cell.key, memory, record, send), daemon=True)
+                process = context.Process(target=_isolated_cell, args=(cell.problem, cell.method, cell.key, memory, record, send, driver),
+                                          daemon=True)
                 process.start()
                 send.close()
                 running[receive] = (process, cell, time.monotonic())

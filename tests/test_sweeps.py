@@ -325,3 +325,46 @@ def test_slow_cells_reach_disk_before_the_batch_is_full(smallest, tmp_path, monk
     monkeypatch.setattr(sweeps, "solve_cell", counting)
     run_sweep(load_sweep(smallest), output=output, progress=False)
     assert seen == list(range(12))  # one part per finished cell, each on disk before the next cell starts
+
+
+def test_a_cell_process_ends_when_its_driver_is_killed(tmp_path):
+    # SIGKILL leaves no finally in the driver: the cell's own watchdog must stop it
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "cell.pid"
+    script = tmp_path / "driver.py"
+    script.write_text(f"""
+import os, time
+import dpopt.sweeps as sweeps
+def slow(problem, method, key, *args):
+    open({str(marker)!r}, "w").write(str(os.getpid()))
+    time.sleep(120)
+sweeps.solve_cell = slow
+if __name__ == "__main__":
+    spec = {{"kind": "sweep", "methods": ["factored"], "base": {{"kind": "count_query", "n": 5, "alpha": 0.5}}}}
+    sweeps.run_sweep(sweeps.sweep_from_dict(spec), timeout=100, progress=False)
+""")
+    driver = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() or not marker.read_text():
+            assert time.monotonic() < deadline and driver.poll() is None
+            time.sleep(0.1)
+        cell = int(marker.read_text())
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                os.kill(cell, 0)
+            except ProcessLookupError:
+                break
+            assert time.monotonic() < deadline, "the cell's process outlived its driver"
+            time.sleep(0.1)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
