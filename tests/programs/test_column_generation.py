@@ -306,3 +306,22 @@ def test_the_coarse_start_never_changes_the_certified_optimum(n, alpha, loss, cu
     coarse, plain = solve_by_column_generation(problem), solve_by_column_generation(problem, coarse=False)
     assert coarse.relative_gap <= 1e-9 and plain.relative_gap <= 1e-9
     assert coarse.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9)
+
+
+@pytest.mark.parametrize(("n", "alpha"), [(80, 0.5), (100, 0.6)])
+def test_the_identity_certificate_equals_the_gs_lp_where_it_applies(n, alpha):
+    # zero-one loss, S = all, n large against 1 / (1 - alpha): G itself is optimal, certified by an explicit lambda
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss="zero_one")
+    certified = cg.identity_certificate(problem)
+    assert certified is not None and certified.rounds == 0 and certified.relative_gap <= 1e-10
+    assert certified.upper_bound == pytest.approx(1 - (1 - alpha) / (1 + alpha), rel=1e-12)  # 1 - G's inner diagonal
+    lp = dpopt.solve(problem, "lp").objective  # HiGHS's direct GS LP: optimal to its tolerances (~1e-7)
+    assert certified.lower_bound <= lp * (1 + 1e-12) and lp == pytest.approx(certified.upper_bound, rel=1e-6)
+
+
+def test_the_identity_certificate_declines_where_g_is_not_certified():
+    assert cg.identity_certificate(dpopt.CountQuery(n=20, alpha=0.9, loss="zero_one")) is None  # alpha^(n/2) not negligible
+    assert cg.identity_certificate(dpopt.CountQuery(n=200, alpha=0.5, loss="absolute")) is None
+    assert cg.identity_certificate(dpopt.CountQuery(n=200, alpha=0.5, loss="zero_one", side_information=[3, 4, 5])) is None
+    small = solve_by_column_generation(dpopt.CountQuery(n=20, alpha=0.9, loss="zero_one"))
+    assert small.rounds >= 1 and small.relative_gap <= 1e-9
