@@ -81,8 +81,9 @@ Squared loss predicts less well (its optimal phi is not unique where loss rows a
 the support sits up to 7 columns off the prediction at n = 2000), so it gets +-3 columns
 around the prediction instead of +-1: with +-1 it needed 3-4 rounds, and at n = 10,000 each
 warm primal round cost ~20,000 pivots (about 60 s; 209 s in all), with +-3 two rounds, 54 s.
-At alpha = 0.9 a coarse start (k = 2..5) gave 12.7 -> 7.4-10.6 s at n = 5000, erratic, so
-it is not used there.
+At alpha = 0.9 a coarse start is not used. With k = 2..5 it gave 12.7 -> 7.4-10.6 s at
+n = 5000 (absolute, erratic) and 30 -> 20-27 s at n = 10,000, but squared loss at n = 10,000
+went from 176 s to 411 s (5 rounds from the prediction against 6 from the band).
 
 Zero-one loss (not convex in the output) gets no coarse start. Where n is large against
 1 / (1 - alpha), G itself is optimal and :func:`identity_certificate` proves it with an explicit
