@@ -50,11 +50,15 @@ import hashlib
 import itertools
 import json
 import math
+import multiprocessing
+import os
+import threading
 import time
 import tomllib
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
@@ -331,10 +335,12 @@ def _number(value: Any) -> float | None:
 
 def _input_losses(solution: Any) -> list[float]:
     """Expected loss of the certified mechanism on each input (row): sum_r P(r | x) L(x, r)."""
+    from dpopt.metrics import expected_loss
+
     table = getattr(solution.problem, "loss_matrix", None)
     if table is None:
         raise fail("record", OWNER, "a quantity the problem has (input_losses needs a problem with a loss table)", "input_losses")
-    return np.einsum("xr,xr->x", solution.mechanism.to_numpy(dtype=float), np.asarray(table, dtype=float)).tolist()
+    return expected_loss(solution.mechanism, table).tolist()
 
 
 #: Recordable quantities computed from a solution rather than stored in it.
@@ -609,8 +615,6 @@ def _reset_peak_resident() -> int | None:
 
 def _exit_when_gone(driver: int, every: float = 0.5) -> None:
     """End this process when the sweep's driver has ended (killed outright, its cells must not run on)."""
-    import os
-    import threading
 
     def watch() -> None:
         while True:
@@ -641,8 +645,6 @@ def _isolated_cell(problem: dict[str, Any], method: str, key: str, memory: bool,
 
 def _isolation_context() -> Any:
     """forkserver (children forked from a server that has imported dpopt: fast, no inherited threads), else spawn."""
-    import multiprocessing
-
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         # the solvers too, so a cell's memory is its own work, not first-call imports (missing ones are skipped)
@@ -653,10 +655,6 @@ def _isolation_context() -> Any:
 
 def _execute_isolated(cells: list[Cell], workers: int, timeout: float, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:
     """Each cell in a fresh process, ``workers`` at a time; a cell past ``timeout`` is stopped and recorded."""
-    from multiprocessing.connection import wait
-
-    import os
-
     context = _isolation_context()
     driver = os.getpid()
     pending = list(reversed(cells))
@@ -677,11 +675,12 @@ def _execute_isolated(cells: list[Cell], workers: int, timeout: float, memory: b
                 try:
                     row = connection.recv()
                 except (EOFError, OSError):  # the process died without a result (killed, out of memory)
-                    process.join()
-                    row = {"key": cell.key, "method": cell.method, "seconds": time.monotonic() - start,
-                           "error": f"ProcessError: the cell's process ended without a result (exit code {process.exitcode})"}
+                    row = None
                 connection.close()
                 process.join()
+                if row is None:
+                    row = {"key": cell.key, "method": cell.method, "seconds": time.monotonic() - start,
+                           "error": f"ProcessError: the cell's process ended without a result (exit code {process.exitcode})"}
                 yield [row]
             now = time.monotonic()
             for connection, (process, cell, start) in list(running.items()):

@@ -690,8 +690,6 @@ class _Master:
         return int(keys.size)
 
     def _configure(self, strategy: str) -> None:
-        # "ipm without presolve": after an optimal presolved IPM + crossover, HiGHS's clean-up of
-        # the original LP can fail ("excessive dual values"; squared loss, n = 10,000, alpha = 0.99)
         # "unscaled ipm": after an optimal IPM + crossover on the presolved master, HiGHS's
         # clean-up of the original LP can fail with "excessive dual values" (squared loss,
         # n = 10,000, alpha = 0.99, from the coarse start); unscaled, its clean-up succeeds
