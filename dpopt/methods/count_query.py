@@ -200,6 +200,7 @@ def solve_factored(problem: CountQuery, solver: str | None, repair: bool) -> Sol
             "upper_bound": result.upper_bound,
             "gap": result.gap,
             "relative_gap": result.relative_gap,
+            "route": result.route,
             "rounds": result.rounds,
             "columns": result.columns,
             "remap_nonzeros": int(result.mechanism.remap.nnz),

@@ -325,3 +325,55 @@ def test_the_identity_certificate_declines_where_g_is_not_certified():
     assert cg.identity_certificate(dpopt.CountQuery(n=200, alpha=0.5, loss="zero_one", side_information=[3, 4, 5])) is None
     small = solve_by_column_generation(dpopt.CountQuery(n=20, alpha=0.9, loss="zero_one"))
     assert small.rounds >= 1 and small.relative_gap <= 1e-9
+
+
+# -- interior-point masters (Clarabel, no basis) ---------------------------------------------
+
+
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+def test_an_interior_master_agrees_with_highs_on_the_same_master(loss):
+    n = 60
+    problem = dpopt.CountQuery(n=n, alpha=0.85, loss=loss, side_information={"lower": 3, "upper": 55})
+    master = cg._Master(_form_for(problem))
+    r = np.repeat(np.arange(n + 1), 5)
+    rp = np.clip(r + np.tile([-2, -1, 0, 1, 2], n + 1), 0, n)
+    master.add_remap_columns(r, rp)
+    master.start_from_identity()
+    highs_objective, _, highs_duals = master.solve("primal")
+    assert master.basic_solution() is not None
+    objective, values, duals = master.solve("interior")
+    assert master.basic_solution() is None  # no basis after an interior solve
+    assert objective == pytest.approx(highs_objective, rel=1e-9)
+    np.testing.assert_allclose(duals, highs_duals, atol=1e-6 * np.abs(highs_duals).max())
+    remap = master.remap(values).toarray()
+    assert remap.min() >= 0
+    np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-9)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(20, 60), st.floats(0.8, 0.97), st.sampled_from(["absolute", "squared"]), st.integers(0, 10), st.integers(0, 10))
+def test_interior_masters_reach_the_certified_optimum_of_the_simplex_route(n, alpha, loss, cut_low, cut_high):
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information={"lower": cut_low, "upper": n - cut_high})
+    simplex = solve_by_column_generation(problem)
+    calls = []
+    original = cg._Master.solve_interior
+
+    def counted(master):
+        calls.append(1)
+        return original(master)
+
+    with mock.patch.object(cg._ChainForm, "INTERIOR_BAND_RANGE", 0.0), mock.patch.object(cg._Master, "solve_interior", counted):
+        interior = solve_by_column_generation(problem)
+    assert calls  # the route under test ran
+    assert interior.relative_gap <= 1e-9 and simplex.relative_gap <= 1e-9
+    assert interior.upper_bound == pytest.approx(simplex.upper_bound, rel=2e-9)
+    assert interior.mechanism.certificate(problem.epsilon).ok
+
+
+def test_the_first_master_is_interior_where_it_is_likely_optimal():
+    def first(n, alpha, coarse_started=False):
+        return _form_for(dpopt.CountQuery(n=n, alpha=alpha, loss="absolute")).first_strategy(coarse_started)
+
+    assert first(10_000, 0.9) == "interior" and first(5000, 0.8) == "interior"  # n (1 - alpha) >= 800
+    assert first(5000, 0.9) == "ipm" and first(1000, 0.5) == "primal"
+    assert first(1000, 0.99, coarse_started=True) == "interior" and first(2000, 0.999, coarse_started=True) == "ipm"

@@ -1,0 +1,225 @@
+"""Zero-one loss count mechanisms as a lossy flow on the path: an LP with O(n) rows.
+
+Under zero-one loss only the diagonal of ``x = G T`` matters: input i is answered
+correctly with probability ``x[i, i] = sum_r G[i, r] T[r, i]``, and the minimax mechanism
+maximises ``v = min_(i in S) x[i, i]`` (Gupte & Sundararajan, Theorem 1: some optimal
+mechanism is ``G T``). Read ``G[i, r] = g_r alpha^|i - r|`` as *value*: count r owns
+``g_r`` of it (its unit of mass in T), and mass moved from r to output i is worth
+``g_r alpha^|i - r|`` there. Moving value one step along the path multiplies it by
+alpha, whatever its origin, so the interaction LP over (n+1)^2 remap entries is exactly a
+lossy (generalised) flow on the path 0..n:
+
+    maximise v  subject to  alpha b_(j-1) + alpha a_(j+1) - b_j - a_j + g_j >= v  (j in S)
+                                                                          >= 0  (j not in S)
+
+with ``b_j >= 0`` the value node j sends right, ``a_j >= 0`` the value it sends left, and
+node j's own output keeping the rest (the row's slack). That is 3n + 1 columns and
+2n + 1 rows (v is a chain ``v_j = v_(j+1)``, so no column is dense) against the (n+1)^2
+columns column generation searches. Its duals are the zero-one Lagrangian multipliers
+of :mod:`dpopt.programs.column_generation`: its dual is
+``min sum_r g_r w_r`` with ``w_r >= lambda_r`` and ``w_r >= alpha w_(r +- 1)``, the chain
+form of ``w_r = max_i lambda_i alpha^|i - r|`` in the bound ``1 - sum_r g_r w_r``.
+
+T is recovered from the flows by :func:`remap_from_flows` (a path decomposition: after
+cancelling opposite flows on each edge, every node splits one ordered queue of
+(origin, value) pairs, so T has at most about 2n + 1 non-zeros), and certified as every
+factored mechanism is: the upper bound is the exact worst loss of the returned ``G T``,
+the lower bound prices the LP's multipliers exactly
+(:func:`~dpopt.programs.column_generation.solve_zero_one_by_flow`).
+
+Why it matters (issue 16): column generation on the zero-one master tails off at small
+epsilon (alpha = 0.999, n = 2000: 500 rounds, > 300 s, gap 4e-6), because the optimum is
+massively degenerate: the end counts' surplus reaches the middle outputs by any of many
+equally good chains of moves. The flow LP has no such choice to make.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import highspy
+import numpy as np
+from scipy import sparse
+
+from dpopt.mechanisms.geometric import column_weights
+from dpopt.problems.count_query import CountQuery
+from dpopt.programs.basis import basic_solution
+from dpopt.solvers import SOLVER_OPTIONS, new_highs
+from dpopt.validation import SolverError
+
+__all__ = ["FlowSolution", "solve_flow_program", "remap_from_flows"]
+
+INF = highspy.kHighsInf
+#: The dual simplex: measured against HiGHS's default, primal simplex and interior point
+#: (n = 10,000: alpha = 0.999 4.8 / 5.3 / - / 3.5 s, alpha = 0.99 1.7 / - / - / 5.3 s,
+#: alpha = 0.9 0.37 / - / - / 7.5 s); interior point is slow on these long chains.
+HIGHS_FLOW_OPTIONS = {**SOLVER_OPTIONS["HIGHS"], "solver": "simplex", "simplex_strategy": 1}
+#: Values below this are dropped when the flows are decomposed (they are far below any
+#: entry that can move a loss by 1e-15).
+NEGLIGIBLE = 1e-300
+
+
+class FlowSolution:
+    """The flow LP's optimum: flows ``right[j]`` (j -> j+1), ``left[j]`` (j -> j-1),
+    multipliers ``lam`` (on S, summing to one) and its objective ``value`` (= min x[i, i]).
+
+    Values are in units of the inner diagonal ``(1 - alpha) / (1 + alpha)`` (so of order
+    one; ``g`` is scaled alike), which keeps HiGHS's absolute tolerances meaningful.
+    """
+
+    def __init__(self, value: float, right: np.ndarray, left: np.ndarray, lam: np.ndarray, supply: np.ndarray, seconds: float) -> None:
+        self.value = value
+        self.right = right
+        self.left = left
+        self.lam = lam
+        self.supply = supply
+        self.seconds = seconds
+
+
+def _program(problem: CountQuery, supply: np.ndarray) -> tuple[highspy.HighsLp, sparse.csc_array, np.ndarray]:
+    """The flow LP: columns ``v_0..v_n, b_0..b_(n-1), a_1..a_n``; rows: one per node, then the v chain.
+
+    Returns the LP, its constraint matrix and the bound each row sits at when tight.
+    """
+    n, alpha = problem.n, problem.alpha
+    size = n + 1
+    support = np.asarray(problem.support)
+    v, b, a = np.arange(size), size + np.arange(n), size + n + np.arange(n)
+    inner = np.arange(n)
+    rows = np.concatenate([inner, inner + 1, inner + 1, inner, support, size + inner, size + inner])
+    cols = np.concatenate([b, b, a, a, v[support], v[:-1], v[1:]])
+    values = np.concatenate([-np.ones(n), np.full(n, alpha), -np.ones(n), np.full(n, alpha),
+                             -np.ones(support.size), np.ones(n), -np.ones(n)])
+    matrix = sparse.csc_array((values, (rows, cols)), shape=(size + n, size + 2 * n))
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = matrix.shape[1], matrix.shape[0]
+    lp.col_cost_ = _costs(matrix.shape[1])
+    lp.col_lower_ = np.concatenate([np.full(size, -INF), np.zeros(2 * n)])
+    lp.col_upper_ = np.full(matrix.shape[1], INF)
+    row_bound = np.concatenate([-supply, np.zeros(n)])
+    lp.row_lower_ = row_bound
+    lp.row_upper_ = np.concatenate([np.full(size, INF), np.zeros(n)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = matrix.indptr
+    lp.a_matrix_.index_ = matrix.indices
+    lp.a_matrix_.value_ = matrix.data
+    return lp, matrix, row_bound
+
+
+def _costs(count: int) -> np.ndarray:
+    costs = np.zeros(count)
+    costs[0] = -1.0  # maximise v_0 (= every v_j)
+    return costs
+
+
+def solve_flow_program(problem: CountQuery) -> FlowSolution:
+    """Solve the flow LP (zero-one loss) with HiGHS; values and duals from its basis by SuperLU.
+
+    HiGHS's own values miss by up to its 1e-10 absolute tolerance, which matters where the
+    optimum is near 0 (S one count: every row sent to it) or the diagonal is tiny (alpha =
+    0.999: v ~ 5e-4 of the unit); :func:`dpopt.programs.basis.basic_solution` recomputes
+    them from the optimal basis (HiGHS's are kept if that basis is numerically singular).
+
+    Raises
+    ------
+    SolverError
+        If HiGHS does not report an optimum.
+    """
+    start = time.perf_counter()
+    n, alpha = problem.n, problem.alpha
+    supply = column_weights(n, alpha) * (1 + alpha) / (1 - alpha)
+    lp, matrix, row_bound = _program(problem, supply)
+    h = new_highs(HIGHS_FLOW_OPTIONS)
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise SolverError("HIGHS", h.modelStatusToString(status), "(zero-one flow program)")
+    exact = basic_solution(h, matrix, _costs(matrix.shape[1]), row_bound)
+    if exact is None:  # pragma: no cover - not seen: the basis of a path LP
+        solution = h.getSolution()
+        exact = np.asarray(solution.col_value), np.asarray(solution.row_dual)
+    x, duals = exact
+    support = np.asarray(problem.support)
+    lam = np.zeros(n + 1)
+    lam[support] = np.clip(duals[support], 0.0, None)  # >= rows of min -v: duals >= 0 (HiGHS and B^T y = c_B agree)
+    total = lam.sum()
+    lam = lam / total if total > 0 else np.where(np.isin(np.arange(n + 1), support), 1.0 / support.size, 0.0)
+    right = np.clip(x[n + 1 : 2 * n + 1], 0.0, None)
+    left = np.concatenate([[0.0], np.clip(x[2 * n + 1 :], 0.0, None)])  # left[j]: j -> j-1, left[0] = 0
+    return FlowSolution(value=float(x[0]), right=right, left=left, lam=lam, supply=supply,
+                        seconds=time.perf_counter() - start)
+
+
+def remap_from_flows(alpha: float, supply: np.ndarray, right: np.ndarray, left: np.ndarray) -> sparse.csr_array:
+    """T from a flow on the path: ``T[r, i]`` = the share of count r's value that output i keeps.
+
+    Parameters
+    ----------
+    alpha : float
+        Decay per step.
+    supply : numpy.ndarray
+        ``g_r`` (any common scale) for r = 0..n: the value each count starts with.
+    right, left : numpy.ndarray
+        ``right[j]`` (length n): value leaving j towards j+1; ``left[j]`` (length n+1,
+        ``left[0] = 0``): value leaving j towards j-1. Value arrives times alpha.
+
+    Opposite flows on an edge are cancelled first (each node keeps the difference, which
+    only raises what outputs keep), so every edge carries value one way. Each node then
+    forwards the front of one queue of (origin, value) pairs and keeps the rest (its own
+    count at the back), so at most one pair per node is split: T has at most about
+    ``2n + 1`` non-zeros. Value ``u`` of origin r kept at node i is the mass
+    ``u / (g_r alpha^|i - r|)`` of row r; a row's masses sum to one when all its value is
+    routed, up to rounding, and :meth:`FactoredMechanism.from_remap` renormalises.
+    """
+    size = supply.size
+    n = size - 1
+    right = np.concatenate([np.asarray(right, dtype=float), [0.0]])
+    left = np.asarray(left, dtype=float).copy()
+    both = np.minimum(right[:n], left[1:])
+    right[:n] -= both
+    left[1:] -= both
+    kept: list[deque[list[float]]] = [deque([[j, float(supply[j])]]) for j in range(size)]
+    for order, flow in ((range(size), right), (range(size - 1, -1, -1), left)):
+        arrived: deque[list[float]] = deque()  # what the previous node of the sweep sent
+        for j in order:
+            if flow[j] > 0:
+                arrived.extend(kept[j])  # own count (and anything kept) behind what arrived
+                kept[j] = arrived
+                arrived = deque([origin, value * alpha] for origin, value in _take(arrived, float(flow[j])))
+            else:
+                kept[j].extend(arrived)
+                arrived = deque()
+    return _masses(kept, supply, alpha)
+
+
+def _take(queue: deque[list[float]], amount: float) -> list[list[float]]:
+    """Remove ``amount`` of value from the front of ``queue`` (splitting one pair at most)."""
+    out = []
+    while amount > NEGLIGIBLE and queue:
+        origin, value = queue[0]
+        if value <= amount:
+            out.append([origin, value])
+            amount -= value
+            queue.popleft()
+        else:
+            out.append([origin, amount])
+            queue[0][1] = value - amount
+            amount = 0.0
+    return out
+
+
+def _masses(kept: list[deque[list[float]]], supply: np.ndarray, alpha: float) -> sparse.csr_array:
+    origins, outputs, values = [], [], []
+    for j, queue in enumerate(kept):
+        for origin, value in queue:
+            if value > NEGLIGIBLE:
+                origins.append(int(origin))
+                outputs.append(j)
+                values.append(value)
+    origins, outputs, values = np.array(origins), np.array(outputs), np.array(values)
+    log_worth = np.log(supply[origins]) + np.abs(outputs - origins) * np.log(alpha)
+    masses = np.exp(np.log(values) - log_worth)
+    size = supply.size
+    return sparse.csr_array((masses, (origins, outputs)), shape=(size, size))  # duplicates are summed

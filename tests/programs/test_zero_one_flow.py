@@ -1,0 +1,129 @@
+"""The zero-one flow LP against independent routes: the GS LP, column generation, G T itself."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dpopt
+from dpopt.mechanisms.geometric import column_weights, geometric_matrix
+from dpopt.programs import column_generation as cg
+from dpopt.programs.zero_one_flow import remap_from_flows, solve_flow_program
+from tests.strategies import side_information
+
+
+def _random_flows(n, alpha, rng):
+    """A feasible flow with value going both ways over some edges (so cancellation is exercised)."""
+    supply = column_weights(n, alpha) * rng.uniform(0.5, 2.0)
+    right = np.zeros(n)
+    carried = 0.0
+    for j in range(n):  # each node sends a random share of what it holds to the right
+        right[j] = rng.random() * rng.integers(0, 2) * (supply[j] + alpha * carried)
+        carried = right[j]
+    held = supply.copy()
+    held[:n] -= right
+    held[1:] += alpha * right
+    left = np.zeros(n + 1)
+    carried = 0.0
+    for j in range(n, 0, -1):  # then a random share of what remains to the left
+        left[j] = rng.random() * rng.integers(0, 2) * (held[j] + alpha * carried)
+        carried = left[j]
+    kept = held.copy()
+    kept[1:] -= left[1:]
+    kept[:n] += alpha * left[1:]
+    return supply, right, left, kept
+
+
+@settings(max_examples=80)
+@given(st.integers(1, 30), st.floats(0.05, 0.999), st.integers(0, 2**32 - 1))
+def test_the_decomposed_remap_gives_each_output_what_the_flow_leaves_it(n, alpha, seed):
+    supply, right, left, kept = _random_flows(n, alpha, np.random.default_rng(seed))
+    remap = remap_from_flows(alpha, supply, right, left).toarray()
+    assert remap.min() >= 0
+    np.testing.assert_allclose(remap.sum(axis=1), 1.0, rtol=1e-12)
+    # x = G T: output i is reached from input i with probability G[i, :] @ T[:, i], which is
+    # the value i keeps, in units of the supply (g_r times the common scale)
+    scale = supply[0] / column_weights(n, alpha)[0]
+    diagonal = np.einsum("ir,ri->i", geometric_matrix(n, alpha), remap)
+    # cancelling opposite flows leaves each end (1 - alpha) x the cancelled amount more
+    assert np.all(diagonal * scale >= kept - 1e-12 * supply.max())
+    assert np.count_nonzero(remap) <= 3 * (n + 1)
+
+
+def test_without_opposite_flows_the_diagonal_is_exactly_what_is_kept():
+    n, alpha = 6, 0.8
+    supply = column_weights(n, alpha)
+    right = np.array([0.3, 0.2, 0.0, 0.0, 0.0, 0.0]) * supply[0]
+    left = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.1, 0.4]) * supply[6]
+    kept = supply.copy()
+    kept[:n] -= right
+    kept[1:] += alpha * right
+    kept[1:] -= left[1:]
+    kept[:n] += alpha * left[1:]
+    remap = remap_from_flows(alpha, supply, right, left).toarray()
+    np.testing.assert_allclose(np.einsum("ir,ri->i", geometric_matrix(n, alpha), remap), kept, rtol=1e-13)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.05, 0.999), side_information(n))))
+def test_the_flow_route_equals_the_gs_lp_and_column_generation(case):
+    n, alpha, s = case
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss="zero_one", side_information=s)
+    result, closed = cg.solve_zero_one_by_flow(problem)
+    # HiGHS works to 1e-10 absolute: where the optimum is ~0 (S = {0}: every row sent to 0,
+    # the farthest row's share worth alpha^n) the flow can stop that short, and column
+    # generation takes over from its support (solve_by_column_generation)
+    assert result.within(1e-9, 1e-10)
+    full = cg.solve_by_column_generation(problem)
+    assert full.within(1e-9, 1e-10) and (full.route == "zero-one flow") == closed
+    lp = dpopt.solve(problem, "lp")
+    scale = abs(result.upper_bound)
+    assert abs(result.upper_bound - lp.details["solver_objective"]) <= 1e-8 * scale + 1e-9
+    assert result.lower_bound <= lp.objective + 1e-9 * scale + 1e-12
+    plain = cg.solve_by_column_generation(problem, flow=False)
+    assert plain.route != "zero-one flow"
+    assert full.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9, abs=1e-12)
+    assert result.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9, abs=1e-10)
+    assert result.mechanism.certificate(problem.epsilon).ok
+
+
+def test_the_multipliers_are_the_lps_duals_and_certify_it():
+    # the flow LP's duals are a zero-one lambda: priced over all (n+1)^2 columns they bound the optimum
+    problem = dpopt.CountQuery(n=60, alpha=0.97, loss="zero_one", side_information={"lower": 5, "upper": 50})
+    flow = solve_flow_program(problem)
+    assert flow.lam.sum() == pytest.approx(1.0) and flow.lam.min() >= 0
+    assert np.all(flow.lam[[0, 1, 2, 3, 4, 51, 58]] == 0)  # outside S
+    lp = dpopt.solve(problem, "lp").objective
+    value = 1 - flow.value * (1 - problem.alpha) / (1 + problem.alpha)  # flow.value is in units of the inner diagonal
+    assert value == pytest.approx(lp, rel=1e-8)
+
+
+def test_small_epsilon_no_longer_tails_off():
+    """Regression (issue 16): alpha = 0.999 tailed off in column generation (n = 1000: 500
+    rounds, gap 4e-6); the flow route certifies it in one LP."""
+    problem = dpopt.CountQuery(n=1000, alpha=0.999, loss="zero_one")
+    solution = dpopt.solve(problem, "factored")
+    assert solution.exact and solution.status == "optimal"
+    assert solution.details["route"] == "zero-one flow" and solution.details["relative_gap"] <= 1e-9
+    # the identity's bound 1 - 1 / sum_r alpha^|n/2 - r| (every output must be some row's diagonal)
+    # is below the optimum, and G itself is worse
+    centre = 1 - 1 / np.sum(problem.alpha ** np.abs(np.arange(1001) - 500))
+    identity = 1 - (1 - problem.alpha) / (1 + problem.alpha)
+    assert centre <= solution.objective < identity
+
+
+def test_an_uncertified_flow_hands_its_support_to_column_generation(monkeypatch):
+    problem = dpopt.CountQuery(n=40, alpha=0.9, loss="zero_one", side_information=[0, 3, 7, 20, 33, 40])
+    original = cg.solve_zero_one_by_flow
+    seen = {}
+
+    def unclosed(problem, tolerance):
+        result, _ = original(problem, tolerance=tolerance)
+        seen["support"] = result.mechanism.remap.nnz
+        return result, False
+
+    monkeypatch.setattr(cg, "solve_zero_one_by_flow", unclosed)
+    result = cg.solve_by_column_generation(problem)
+    assert seen and result.route == "column generation" and result.within(1e-9)
+    assert result.rounds == 1  # the flow's support holds the optimum: the first master closes
+    assert result.upper_bound == pytest.approx(original(problem)[0].upper_bound, rel=1e-9)
