@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from dataclasses import dataclass
 
 import highspy
 import numpy as np
@@ -51,30 +52,42 @@ from dpopt.validation import SolverError
 __all__ = ["FlowSolution", "solve_flow_program", "remap_from_flows"]
 
 INF = highspy.kHighsInf
-#: The dual simplex: measured against HiGHS's default, primal simplex and interior point
-#: (n = 10,000: alpha = 0.999 4.8 / 5.3 / - / 3.5 s, alpha = 0.99 1.7 / - / - / 5.3 s,
-#: alpha = 0.9 0.37 / - / - / 7.5 s); interior point is slow on these long chains.
+#: The dual simplex, measured against interior point (n = 10,000, one process): alpha =
+#: 0.999 4.8 against 3.5 s, alpha = 0.99 1.7 against 5.3 s, alpha = 0.9 0.37 against 7.5 s
+#: (n = 5000, alpha = 0.999: HiGHS's default 1.4 s, primal simplex 2.5 s, dual 1.3 s).
 HIGHS_FLOW_OPTIONS = {**SOLVER_OPTIONS["HIGHS"], "solver": "simplex", "simplex_strategy": 1}
 #: Values below this are dropped when the flows are decomposed (they are far below any
 #: entry that can move a loss by 1e-15).
 NEGLIGIBLE = 1e-300
 
 
+@dataclass(frozen=True)
 class FlowSolution:
-    """The flow LP's optimum: flows ``right[j]`` (j -> j+1), ``left[j]`` (j -> j-1),
-    multipliers ``lam`` (on S, summing to one) and its objective ``value`` (= min x[i, i]).
+    """The flow LP's optimum.
 
     Values are in units of the inner diagonal ``(1 - alpha) / (1 + alpha)`` (so of order
-    one; ``g`` is scaled alike), which keeps HiGHS's absolute tolerances meaningful.
+    one), which keeps HiGHS's absolute tolerances meaningful.
+
+    Attributes
+    ----------
+    value : float
+        ``min_(i in S) x[i, i]`` in those units.
+    right, left : numpy.ndarray
+        ``right[j]`` (length n): value sent from j to j+1; ``left[j]`` (length n+1,
+        ``left[0] = 0``): value sent from j to j-1.
+    lam : numpy.ndarray
+        The LP's multipliers of the rows of S (zero elsewhere), summing to one.
+    supply : numpy.ndarray
+        ``g_r`` in the same units: the value each count starts with.
+    seconds : float
     """
 
-    def __init__(self, value: float, right: np.ndarray, left: np.ndarray, lam: np.ndarray, supply: np.ndarray, seconds: float) -> None:
-        self.value = value
-        self.right = right
-        self.left = left
-        self.lam = lam
-        self.supply = supply
-        self.seconds = seconds
+    value: float
+    right: np.ndarray
+    left: np.ndarray
+    lam: np.ndarray
+    supply: np.ndarray
+    seconds: float
 
 
 def _program(problem: CountQuery, supply: np.ndarray) -> tuple[highspy.HighsLp, sparse.csc_array, np.ndarray]:
