@@ -32,6 +32,34 @@ fractional automorphism) shrinks the LP. So the LP is solved through its dual
 repaired to exact privacy, and :func:`certified_lower_bound` makes the dual values exactly
 feasible, so every solution carries ``lower_bound <= optimum <= objective``. The issue's
 goal of <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py``).
+
+**Also tried (2026-11-24), and why none is used.**
+
+* *Exact Dantzig-Wolfe pricing.* The vertices of one output's polytope
+  ``{v in [0, 1]^m : v_a <= e^eps v_b for neighbours}`` are 0 and ``alpha^d̄(., A)`` for
+  non-empty sets A (at a vertex every v_a > 0 is pinned by a chain of tight rows to an
+  entry at 1, so ``-ln v_a / eps`` is the hop distance to the set of ones;
+  ``tests/programs/test_finite_query.py`` checks it against all subsets), so pricing is an
+  LP whose optimum reads off an exact column. Pricing is cheap (16 outputs x 156 classes:
+  0.03 s a round), but the master's m row-sum equalities are met only through nearly
+  constant columns: from a pool of 365 level-set columns (A = outputs within j of r, f >= r,
+  f <= r) the 6-node master stayed at a constant mechanism's 10.0 for 76 rounds (optimum
+  2.55) and HiGHS needed up to 100 s for single re-solves of that degenerate master.
+* *A graph geometric mechanism.* Gupte-Sundararajan's Theorem 1 (x = G T) would remove
+  every privacy row: ``x = E Y`` with ``E[a, c] = alpha^d̄(a, c)`` and Y >= 0 is private by
+  construction. It does not hold on the class graphs: no Y >= 0 even makes the rows sum
+  to 1 (``E z = 1`` has no non-negative solution) on 5 and 6 nodes at eps <= 1 and on 7
+  nodes at eps <= 2, and where one does (eps = 2 and 4 on 5 and 6 nodes) the best such x
+  is 12-50% above the LP optimum (tested).
+* *A better bound from the interior point's duals.* At eps = 4 the certified bound sits
+  2e-5 (relative) below the repaired mechanism's objective, which is within 5e-8 of the
+  interior point's own. Re-pricing each output exactly at the interior point's (pi, mu)
+  gives a Lagrangian bound 1.2e-5 below: every one of the 29,232 dual rows is violated
+  by ~1e-10 and any bound sums the violations. Tightening
+  ``ipm_optimality_tolerance`` to 1e-10 (98 s) left the Lagrangian bound where it was and
+  made the certified one worse (3.3e-5 below). A Dantzig-Wolfe polish seeded with the
+  interior point's mechanism and duals (smoothed pricing) stopped at once: HiGHS reports
+  "unknown" on that master (entries down to e^-84).
 """
 
 from __future__ import annotations
