@@ -99,8 +99,13 @@ exact loss of the clipped remap, the lower bound prices the duals exactly. Measu
 -> 7.7 s, squared 59 -> 26 s. Its limit is accuracy, about 1e-8 relative on the duals
 of the squared master at n = 10,000, alpha = 0.9 (bound gap stuck at 3e-8 for 10 rounds,
 where it needs 1e-9): after INTERIOR_ROUNDS interior masters, HiGHS takes over from
-scratch (176 s there either way). Without a basis each further master is solved cold,
-so it loses where many rounds follow (absolute, alpha = 0.9, n = 5000: 12 -> 15 s;
+scratch (176 s there either way), with IPX working on the master's dual
+(``ipx_dualize_strategy = 1``; in one process 144 and 147 s against 182 s, through the
+benchmark 152 against 199 s; only this fallback is dualized: on the first masters at
+alpha = 0.9, n = 2000 and 5000, it changed nothing beyond noise). Loosening the
+fallback's feasibility tolerances to 1e-7 (1e-10 again for the warm rounds) broke a
+later master: the run ended 1.7e-4 above its bound. Without a basis each further master
+is solved cold, so it loses where many rounds follow (absolute, alpha = 0.9, n = 5000: 12 -> 15 s;
 alpha = 0.999, n = 2000: 14 -> 45 s), hence the thresholds. HiGHS's ``crossover`` from
 Clarabel's point (highspy 1.16) ended in a segmentation fault; projecting Clarabel's duals
 onto the complementary equations (least squares) was slower and worse.
@@ -694,6 +699,7 @@ class _Master:
         self.form = form
         self.h = new_highs({**HIGHS_OPTIONS, **form.highs_options})
         self.scale_strategy = int(self.h.getOptionValue("simplex_scale_strategy")[1])
+        self.dualize_strategy = int(self.h.getOptionValue("ipx_dualize_strategy")[1])
         lower, upper = np.array(form.row_lower), np.array(form.row_upper)
         empty = np.zeros(lower.size, dtype=np.int32)
         self.h.addRows(lower.size, lower, upper, 0, empty, np.zeros(0, np.int32), np.zeros(0))
@@ -762,7 +768,9 @@ class _Master:
         # clean-up of the original LP can fail with "excessive dual values" (squared loss,
         # n = 10,000, alpha = 0.99, from the coarse start); unscaled, its clean-up succeeds
         self.h.setOptionValue("simplex_scale_strategy", 0 if strategy == "unscaled ipm" else self.scale_strategy)
-        if strategy in ("ipm", "unscaled ipm"):
+        # "dualized ipm": IPX on the master's dual, for the fallback after interior masters
+        self.h.setOptionValue("ipx_dualize_strategy", 1 if strategy == "dualized ipm" else self.dualize_strategy)
+        if strategy in ("ipm", "unscaled ipm", "dualized ipm"):
             self.h.setOptionValue("solver", "ipm")
             self.h.setOptionValue("run_crossover", "on")
         else:
@@ -833,7 +841,8 @@ class _Master:
         ``strategy``: ``"primal"`` (primal simplex: added columns keep the basis
         primal feasible, so a re-solve costs a few pivots; HiGHS's dual simplex
         re-solve costs ~0.5 s at n = 1000 however few pivots it needs), ``"dual"``
-        or ``"ipm"`` (interior point + crossover, from scratch), or ``"interior"``
+        or ``"ipm"`` (interior point + crossover, from scratch; ``"dualized ipm"``: on
+        the master's dual), or ``"interior"``
         (Clarabel, :meth:`solve_interior`). On failure the others are tried from scratch.
         """
         if strategy == "interior":
@@ -1183,7 +1192,7 @@ def solve_by_column_generation(
         if solved_by == "interior":
             # no basis to warm-start from: more interior masters, then HiGHS from scratch
             interior_rounds += 1
-            strategy = "interior" if interior_rounds < INTERIOR_ROUNDS else "ipm"
+            strategy = "interior" if interior_rounds < INTERIOR_ROUNDS else "dualized ipm"
         allowed = tol * abs(objective) + ABSOLUTE_GAP
         if round_number == 1:
             # Most first masters are already optimal (every alpha <= 0.5 in the benchmark)

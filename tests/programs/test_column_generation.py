@@ -370,6 +370,42 @@ def test_interior_masters_reach_the_certified_optimum_of_the_simplex_route(n, al
     assert interior.mechanism.certificate(problem.epsilon).ok
 
 
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+def test_a_dualized_interior_point_master_agrees_with_primal_simplex_and_resets_its_option(loss):
+    n = 60
+    problem = dpopt.CountQuery(n=n, alpha=0.85, loss=loss, side_information={"lower": 3, "upper": 55})
+    master = cg._Master(_form_for(problem))
+    r = np.repeat(np.arange(n + 1), 5)
+    master.add_remap_columns(r, np.clip(r + np.tile([-2, -1, 0, 1, 2], n + 1), 0, n))
+    master.start_from_identity()
+    primal_objective, _, _ = master.solve("primal")
+    master.h.clearSolver()
+    objective, _, _ = master.solve("dualized ipm")
+    assert master.h.getOptionValue("ipx_dualize_strategy")[1] == 1
+    assert objective == pytest.approx(primal_objective, rel=1e-9)
+    assert master.basic_solution() is not None  # crossover leaves a basis
+    master.solve("ipm")
+    assert master.h.getOptionValue("ipx_dualize_strategy")[1] == master.dualize_strategy != 1
+
+
+def test_after_interior_masters_the_route_goes_on_with_a_dualized_interior_point():
+    problem = dpopt.CountQuery(n=60, alpha=0.9, loss="squared", side_information={"lower": 2, "upper": 58})
+    simplex = solve_by_column_generation(problem)
+    strategies = []
+    original = cg._Master.solve
+
+    def recorded(master, strategy="primal"):
+        strategies.append(strategy)
+        return original(master, strategy)
+
+    with mock.patch.object(cg._ChainForm, "INTERIOR_BAND_RANGE", 0.0), mock.patch.object(cg, "INTERIOR_ROUNDS", 1), \
+            mock.patch.object(cg._Master, "solve", recorded):
+        interior = solve_by_column_generation(problem)
+    assert strategies[:2] == ["interior", "dualized ipm"]
+    assert interior.relative_gap <= 1e-9
+    assert interior.upper_bound == pytest.approx(simplex.upper_bound, rel=2e-9)
+
+
 def test_the_first_master_is_interior_where_it_is_likely_optimal():
     def first(n, alpha, coarse_started=False):
         return _form_for(dpopt.CountQuery(n=n, alpha=alpha, loss="absolute")).first_strategy(coarse_started)
