@@ -330,15 +330,19 @@ def test_the_identity_certificate_declines_where_g_is_not_certified():
 # -- interior-point masters (Clarabel, no basis) ---------------------------------------------
 
 
-@pytest.mark.parametrize("loss", ["absolute", "squared"])
-def test_an_interior_master_agrees_with_highs_on_the_same_master(loss):
-    n = 60
+def _banded_master(loss: str, n: int = 60) -> cg._Master:
+    """A master over the columns |r' - r| <= 2 at alpha = 0.85, started from T = I."""
     problem = dpopt.CountQuery(n=n, alpha=0.85, loss=loss, side_information={"lower": 3, "upper": 55})
     master = cg._Master(_form_for(problem))
     r = np.repeat(np.arange(n + 1), 5)
-    rp = np.clip(r + np.tile([-2, -1, 0, 1, 2], n + 1), 0, n)
-    master.add_remap_columns(r, rp)
+    master.add_remap_columns(r, np.clip(r + np.tile([-2, -1, 0, 1, 2], n + 1), 0, n))
     master.start_from_identity()
+    return master
+
+
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+def test_an_interior_master_agrees_with_highs_on_the_same_master(loss):
+    master = _banded_master(loss)
     highs_objective, _, highs_duals = master.solve("primal")
     assert master.basic_solution() is not None
     objective, values, duals = master.solve("interior")
@@ -372,12 +376,7 @@ def test_interior_masters_reach_the_certified_optimum_of_the_simplex_route(n, al
 
 @pytest.mark.parametrize("loss", ["absolute", "squared"])
 def test_a_dualized_interior_point_master_agrees_with_primal_simplex_and_resets_its_option(loss):
-    n = 60
-    problem = dpopt.CountQuery(n=n, alpha=0.85, loss=loss, side_information={"lower": 3, "upper": 55})
-    master = cg._Master(_form_for(problem))
-    r = np.repeat(np.arange(n + 1), 5)
-    master.add_remap_columns(r, np.clip(r + np.tile([-2, -1, 0, 1, 2], n + 1), 0, n))
-    master.start_from_identity()
+    master = _banded_master(loss)
     primal_objective, _, _ = master.solve("primal")
     master.h.clearSolver()
     objective, _, _ = master.solve("dualized ipm")
