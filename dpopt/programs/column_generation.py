@@ -105,8 +105,8 @@ benchmark 152 against 199 s; only this fallback is dualized: on the first master
 alpha = 0.9, n = 2000 and 5000, it changed nothing beyond noise). Loosening the
 fallback's feasibility tolerances to 1e-7 (1e-10 again for the warm rounds) broke a
 later master: the run ended 1.7e-4 above its bound. Without a basis each further master
-is solved cold, so it loses where many rounds follow (absolute, alpha = 0.9, n = 5000: 12 -> 15 s;
-alpha = 0.999, n = 2000: 14 -> 45 s), hence the thresholds. HiGHS's ``crossover`` from
+is solved cold, so it loses where many rounds follow (absolute, alpha = 0.9, n = 5000:
+12 -> 15 s; alpha = 0.999, n = 2000: 14 -> 45 s), hence the thresholds. HiGHS's ``crossover`` from
 Clarabel's point (highspy 1.16) ended in a segmentation fault; projecting Clarabel's duals
 onto the complementary equations (least squares) was slower and worse.
 

@@ -55,9 +55,9 @@ goal of <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py
   2e-5 (relative) below the repaired mechanism's objective, which is within 5e-8 of the
   interior point's own. Re-pricing each output exactly at the interior point's (pi, mu)
   gives a Lagrangian bound 1.2e-5 below: every one of the 29,232 dual rows is violated
-  by ~1e-10 and any bound sums the violations. Tightening
-  ``ipm_optimality_tolerance`` to 1e-10 (98 s) left the Lagrangian bound where it was and
-  made the certified one worse (3.3e-5 below). A Dantzig-Wolfe polish seeded with the
+  by ~1e-10 and any bound sums the violations. Tightening ``ipm_optimality_tolerance``
+  to 1e-10 (98 s) left the Lagrangian bound where it was and made the certified one
+  worse (3.3e-5 below). A Dantzig-Wolfe polish seeded with the
   interior point's mechanism and duals (smoothed pricing) stopped at once: HiGHS reports
   "unknown" on that master (entries down to e^-84).
 """
