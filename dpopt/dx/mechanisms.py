@@ -25,10 +25,14 @@ from scipy import special
 
 from dpopt.dx.metric import DXMetric
 from dpopt.dx.scales import PrivacyCheck, check_privacy
-from dpopt.mechanisms.laplace import laplace_ppf
 from dpopt.exact_sampling import exact_choice
+from dpopt.mechanisms.laplace import laplace_ppf
 from dpopt.sampling import check_count, inverse_cdf, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_int, check_real, fail
+
+#: Pairs are scanned in blocks of about this many utility entries: all pairs at once is an
+#: (r, N²/2) array, gigabytes for N in the hundreds.
+PAIR_BLOCK_ENTRIES = 2**22
 
 __all__ = ["DXLaplaceMechanism", "DXExponentialMechanism", "dx_mwem", "check_histogram"]
 
@@ -128,7 +132,11 @@ class DXExponentialMechanism:
         """The smallest c meeting Theorem 3: ``max_{i,j} max_r |U_ri - U_rj| / d_X(i, j)``."""
         u = np.atleast_2d(np.asarray(utilities, dtype=float))
         i, j = metric.pairs()
-        return float((np.abs(u[:, i] - u[:, j]).max(axis=0) / metric.matrix[i, j]).max())
+        block = max(1, PAIR_BLOCK_ENTRIES // u.shape[0])
+        return max(
+            float((np.abs(u[:, i[s]] - u[:, j[s]]).max(axis=0) / metric.matrix[i[s], j[s]]).max())
+            for s in (slice(k, k + block) for k in range(0, len(i), block))
+        )
 
     def probabilities(self, histogram: Any) -> np.ndarray:
         x = check_histogram(histogram, self.metric.size, "dx exponential mechanism")

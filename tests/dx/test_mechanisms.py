@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpopt.dx import mechanisms
 from dpopt.dx.evaluation import baseline_scale, empirical_rmse, improvement_factor
 from dpopt.dx.mechanisms import DXExponentialMechanism, DXLaplaceMechanism, dx_mwem
 from dpopt.dx.metric import DXMetric
@@ -52,6 +53,14 @@ def test_exponential_mechanism_checks_theorem_3():
     moved[0] -= 1
     moved[7] += 1
     assert np.abs(np.log(p) - np.log(mech.probabilities(moved))).max() <= METRIC.matrix[0, 7] * (1 + 1e-12)
+
+
+def test_smallest_scale_scanned_in_blocks_equals_a_loop_over_pairs(monkeypatch):
+    utilities = RNG.uniform(0, 1, (3, 20))
+    by_loop = max(np.abs(utilities[:, a] - utilities[:, b]).max() / METRIC.matrix[a, b]
+                  for a in range(20) for b in range(a + 1, 20))
+    monkeypatch.setattr(mechanisms, "PAIR_BLOCK_ENTRIES", 7)  # blocks of 2 pairs, the last one short
+    assert DXExponentialMechanism.smallest_scale(utilities, METRIC) == pytest.approx(by_loop, rel=1e-15)
 
 
 def test_mwem_runs_seeded_and_refuses_non_private_queries():
