@@ -123,6 +123,38 @@ Before it, where n is large against 1 / (1 - alpha), G itself is optimal and
 :func:`identity_certificate` proves it with an explicit lambda, no LP at all (alpha = 0.99:
 n = 5000 39 -> 0.35 s, n = 10,000 > 300 -> 1.2 s).
 
+The open case: squared loss, alpha = 0.9, n = 10,000 (2026-11-25)
+------------------------------------------------------------------
+Its optimum is 180 - 2.27e-6 (the geometric mechanism's 180 improved by 1.3e-8 relative):
+rows near each end shift their output inward by up to 7, the shift decays into the middle
+(mass off the diagonal 0.15 at r = 1000, 9e-3 at 2000, 6e-4 at 3000; the identity at n/2),
+and HiGHS's optimal basis has 9736 rows of T with two entries, 265 with one, and 263 slack
+loss rows, all near the ends. Given that basis (``setBasis``), primal simplex needs 49
+pivots (0.55 s): all of the fallback's ~130 s goes into finding it. Measured and not
+adopted, each of the fallback alone or of the whole run (one process, 2 cores):
+
+* Clarabel settings (``faer``; static regularisation 1e-9 to 1e-11; 30-50 refinement
+  steps; ``max_step_fraction`` 0.999; no equilibration): AlmostSolved every time, bound gap
+  2e-6 to 1e-5 after three masters (it must reach 1.8e-7); 1e-11 ends in NumericalError.
+* d shifted by the identity's worst loss and the diagonal of T eliminated (so the master
+  works on the 1e-6 improvement): still AlmostSolved, no better bound after three masters.
+* LP iterative refinement around Clarabel (Gleixner, Steffy & Wolter 2016): residuals
+  reach 1e-11 (primal) and 1e-10 (dual), but complementarity stays near 1e-7 and the
+  correction LPs end in NumericalError.
+* Bases built from Clarabel's point (the top two entries of each row, or the randomized
+  rounding of each row's mean with #single rows - 1 slack loss rows): HiGHS accepts them
+  and primal simplex ends in 10,000-15,000 pivots (41-60 s against ~130 s), but the bases
+  it ends on are ill-conditioned (the remap recomputed from the last one has worst loss
+  180.0000225, a 2.5e-5 gap): uncertified. Choosing more single rows made them singular.
+  The minimax optimum's face is large (rows without weight are free to go slack), so the
+  interior point's centre is far from every vertex: on rows with one entry at HiGHS's
+  vertex, Clarabel's second entry has median 0.2, and rows tight there have slack up to 0.08.
+* The fallback master pruned to Clarabel's support: entries above 1e-9 keep almost all
+  columns (127 -> 107 s); above 1e-5 it loses the small middle entries (the optimum needs
+  entries down to 3e-8) and the run took 14 rounds and > 380 s.
+* HiGHS's ``crossover`` from Clarabel's point still ends in a segmentation fault (highspy
+  1.16.0); its direct-factorisation interior point (HiPO) is not built into the wheel.
+
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
 n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round
