@@ -149,9 +149,19 @@ adopted, each of the fallback alone or of the whole run (one process, 2 cores):
   The minimax optimum's face is large (rows without weight are free to go slack), so the
   interior point's centre is far from every vertex: on rows with one entry at HiGHS's
   vertex, Clarabel's second entry has median 0.2, and rows tight there have slack up to 0.08.
+* Exact duals from Clarabel's by the tie equations: at an optimal vertex every row of T
+  with two entries a, a + 1 has the lambda-weighted kernel mean
+  ``sum_i lambda_i alpha^|i-r| i / sum_i lambda_i alpha^|i-r|`` exactly at a + 1/2, a
+  banded linear system in lambda. Clarabel's lambda puts that mean within 1e-4 of a
+  half-integer on only 57% of HiGHS's two-entry rows (79% within 1e-2; the dual optimum is
+  presumably not unique either), and the system solved on those rows gave a worse bound.
 * The fallback master pruned to Clarabel's support: entries above 1e-9 keep almost all
   columns (127 -> 107 s); above 1e-5 it loses the small middle entries (the optimum needs
   entries down to 3e-8) and the run took 14 rounds and > 380 s.
+* The symmetry r <-> n - r (S and the loss symmetric): the fallback master with mirrored
+  columns summed and the mirrored convexity and loss rows dropped (50,006 rows, 66,945
+  columns against 60,006 and 94,860) took 86 s against 119 s for the same master in
+  full: 1.4x, not worth a second master form.
 * HiGHS's ``crossover`` from Clarabel's point still ends in a segmentation fault (highspy
   1.16.0); its direct-factorisation interior point (HiPO) is not built into the wheel.
 
