@@ -98,8 +98,9 @@ exact loss of the clipped remap, the lower bound prices the duals exactly. Measu
 5000: absolute 7.6 -> 1.1 s, squared 22 -> 2.3 s; alpha = 0.99, n = 10,000: absolute 44
 -> 7.7 s, squared 59 -> 26 s. Its limit is accuracy, about 1e-8 relative on the duals
 of the squared master at n = 10,000, alpha = 0.9 (bound gap stuck at 3e-8 for 10 rounds,
-where it needs 1e-9): after INTERIOR_ROUNDS interior masters, HiGHS takes over from
-scratch (176 s there either way), with IPX working on the master's dual
+where it needs 1e-9): after INTERIOR_ROUNDS interior masters, HiGHS takes over, from a
+predicted basis where one applies (:func:`extended_basis`, below: 152 -> 53 s there) and
+otherwise from scratch (176 s there either way), with IPX working on the master's dual
 (``ipx_dualize_strategy = 1``; in one process 144 and 147 s against 182 s, through the
 benchmark 152 against 199 s; only this fallback is dualized: on the first masters at
 alpha = 0.9, n = 2000 and 5000, it changed nothing beyond noise). Loosening the
@@ -123,15 +124,20 @@ Before it, where n is large against 1 / (1 - alpha), G itself is optimal and
 :func:`identity_certificate` proves it with an explicit lambda, no LP at all (alpha = 0.99:
 n = 5000 39 -> 0.35 s, n = 10,000 > 300 -> 1.2 s).
 
-The open case: squared loss, alpha = 0.9, n = 10,000 (2026-11-25)
-------------------------------------------------------------------
+Squared loss, alpha = 0.9, n = 10,000: a basis predicted from n0 = 2000 (2026-11-25)
+------------------------------------------------------------------------------------
 Its optimum is 180 - 2.27e-6 (the geometric mechanism's 180 improved by 1.3e-8 relative):
 rows near each end shift their output inward by up to 7, the shift decays into the middle
 (mass off the diagonal 0.15 at r = 1000, 9e-3 at 2000, 6e-4 at 3000; the identity at n/2),
 and HiGHS's optimal basis has 9736 rows of T with two entries, 265 with one, and 263 slack
 loss rows, all near the ends. Given that basis (``setBasis``), primal simplex needs 49
-pivots (0.55 s): all of the fallback's ~130 s goes into finding it. Measured and not
-adopted, each of the fallback alone or of the whole run (one process, 2 cores):
+pivots (0.55 s): all of the fallback's ~130 s goes into finding it. What is used: the
+ends decouple, so the optimum at n0 = EXTEND_RANGE / (1 - alpha) = 2000 (3.7 s), its
+halves moved to the two ends with two-entry rows in between, predicts the basis
+(:func:`extended_basis`); primal simplex from it takes 10,935 pivots (42 s) and the next
+round certifies: 152 -> 53 s through the benchmark (gap 7e-12), still above the issue's
+20 s. Measured and not adopted, each of the fallback alone or of the whole run (one
+process, 2 cores):
 
 * Clarabel settings (``faer``; static regularisation 1e-9 to 1e-11; 30-50 refinement
   steps; ``max_step_fraction`` 0.999; no equilibration): AlmostSolved every time, bound gap
@@ -196,7 +202,7 @@ from dpopt.programs.zero_one_flow import remap_from_flows, solve_flow_program
 from dpopt.solvers import SOLVER_OPTIONS, new_highs
 from dpopt.validation import SolverError, check_int, check_real
 
-__all__ = ["ColumnGenerationResult", "solve_by_column_generation", "lagrangian_costs"]
+__all__ = ["ColumnGenerationResult", "ExtendedBasis", "extended_basis", "lagrangian_costs", "solve_by_column_generation"]
 
 INF = highspy.kHighsInf
 #: Squared loss: besides each row's best column, add the NEARBY_WIDTH next integer offsets on
@@ -844,6 +850,32 @@ class _Master:
         basis.row_status = rows
         self.h.setBasis(basis)
 
+    def install_basis(self, basis: "ExtendedBasis", width: int = 1) -> bool:
+        """Add the columns of ``basis`` (and ``width`` neighbours on each side of each) and
+        make it HiGHS's basis with every chain variable and d; False (nothing installed)
+        if it does not have one basic variable per row."""
+        n, form = self.form.n, self.form
+        offsets = np.arange(-width, width + 1)
+        rows = np.repeat(basis.rows, offsets.size)
+        targets = np.repeat(basis.targets, offsets.size) + np.tile(offsets, basis.rows.size)
+        inside = (targets >= 0) & (targets <= n)
+        self.add_remap_columns(np.concatenate([rows[inside], basis.rows]), np.concatenate([targets[inside], basis.targets]))
+        keys = self.t_rows * (n + 1) + self.t_cols
+        order = np.argsort(keys)
+        basic_columns = self.first_t + order[np.searchsorted(keys[order], basis.rows * (n + 1) + basis.targets)]
+        if self.auxiliary_count + 1 + basic_columns.size + basis.slack_rows.size != len(form.row_lower):
+            return False
+        cols = np.full(self.h.getNumCol(), highspy.HighsBasisStatus.kLower)
+        cols[: self.auxiliary_count + 1] = highspy.HighsBasisStatus.kBasic
+        cols[basic_columns] = highspy.HighsBasisStatus.kBasic
+        row_status = np.full(len(form.row_lower), highspy.HighsBasisStatus.kLower)
+        row_status[form.loss] = highspy.HighsBasisStatus.kUpper
+        row_status[form.loss_at[basis.slack_rows]] = highspy.HighsBasisStatus.kBasic
+        installed = highspy.HighsBasis()
+        installed.col_status = cols.tolist()
+        installed.row_status = row_status.tolist()
+        return self.h.setBasis(installed) == highspy.HighsStatus.kOk
+
     def solve_interior(self) -> tuple[float, np.ndarray, np.ndarray]:
         """Solve the restricted master with Clarabel's interior point: no basis, no crossover.
 
@@ -994,6 +1026,67 @@ COARSE_MIN_ROWS = 100
 #: support less well (see the module docstring); w = 3 there took n = 10,000, alpha = 0.99
 #: from 4 rounds and 209 s to 2 rounds and 54 s (n = 1000: 1.24 -> 0.97 s).
 PREDICTED_WIDTH = {"absolute": 1, "squared": 3}
+
+
+#: The mirrored-extension start (:func:`extended_basis`) solves a smaller problem with
+#: about EXTEND_RANGE / (1 - alpha) counts (n0 (1 - alpha) = 200: alpha = 0.9 from n0 = 2000;
+#: n0 = 1000 measured the same, 48.6 against 53.3 s, with a 4x larger gap) ...
+EXTEND_RANGE = 200.0
+#: ... only where n is at least this multiple of n0 (the ends must be apart for their
+#: structure to carry over).
+EXTEND_MIN_RATIO = 2
+
+
+@dataclass(frozen=True)
+class ExtendedBasis:
+    """A predicted optimal basis of the master at n: basic remap entries and slack loss rows."""
+
+    rows: np.ndarray
+    targets: np.ndarray
+    slack_rows: np.ndarray
+
+
+def extended_basis(problem: CountQuery, *, tolerance: float = 1e-10) -> ExtendedBasis | None:
+    """Predict the optimal basis at n from the certified optimum of a smaller problem.
+
+    Where n (1 - alpha) is large the two ends of the path decouple: each end of the optimal
+    T shifts outputs inward by a few counts (up to 7 at alpha = 0.9, squared loss) and the
+    shift decays into the middle, where T is the identity up to tiny entries on
+    ``{r, r + 1}`` (left half) or ``{r - 1, r}`` (right half). So the basis of the optimum at
+    n0 = EXTEND_RANGE / (1 - alpha) (its left half, and its right half moved by n - n0),
+    with those two-entry rows in between and the middle row alone, predicts the basis at n:
+    basic are the remap entries it names, every chain variable and d, and the slack loss
+    rows of n0's optimum moved likewise. Primal simplex from it needed 10,935 pivots (42 s)
+    where the fallback from scratch spends ~130 s (squared loss, alpha = 0.9, n = 10,000,
+    in one process). The prediction is only a start: the result is certified as always.
+
+    Returns None where it does not apply (another loss, side information other than all of
+    0..n, n below EXTEND_MIN_RATIO n0, or n0's optimum not certified or not of that shape).
+    """
+    if problem.loss_name not in ("absolute", "squared") or len(problem.support) != problem.n + 1:
+        return None
+    n, alpha = problem.n, problem.alpha
+    half0 = int(round(EXTEND_RANGE / (1.0 - alpha) / 2))
+    n0 = 2 * half0
+    if half0 < 1 or n < EXTEND_MIN_RATIO * n0:
+        return None
+    smaller = solve_by_column_generation(CountQuery(n=n0, alpha=alpha, loss=problem.loss_name), tolerance=tolerance)
+    if not smaller.within(tolerance):
+        return None
+    remap = smaller.mechanism.remap.tocoo()
+    positive = remap.data > 0
+    rows0, targets0 = remap.row[positive].astype(np.int64), remap.col[positive].astype(np.int64)
+    if np.count_nonzero(rows0 == half0) != 1:  # n0's middle row must map to itself alone
+        return None
+    losses = smaller.row_losses
+    slack0 = np.flatnonzero(losses.max() - losses > tolerance * losses.max())
+    shift, middle = n - n0, n // 2
+    left, right = rows0 < half0, rows0 > half0
+    inner_left, inner_right = np.arange(half0, middle), np.arange(middle + 1, n - half0 + 1)
+    rows = np.concatenate([rows0[left], rows0[right] + shift, inner_left, inner_left, inner_right, inner_right, [middle]])
+    targets = np.concatenate([targets0[left], targets0[right] + shift, inner_left, inner_left + 1, inner_right - 1, inner_right, [middle]])
+    slack_rows = np.concatenate([slack0[slack0 < half0], slack0[slack0 > half0] + shift])
+    return ExtendedBasis(rows, targets, slack_rows)
 
 
 def coarse_factor(n: int, alpha: float) -> int:
@@ -1220,7 +1313,14 @@ def solve_by_column_generation(
     incumbent: np.ndarray | None = None  # T values of the last master solved
     polished = False  # whether incumbent was recomputed from the basis (basic_solution)
     failure = ""
+    extension_tried = False  # whether extended_basis was tried (once, before the fallback)
     for round_number in range(1, max_rounds + 1):
+        if strategy == "dualized ipm" and not extension_tried:
+            # before HiGHS from scratch: a predicted basis, where one applies
+            extension_tried = True
+            predicted_basis = extended_basis(problem, tolerance=tol)
+            if predicted_basis is not None and master.install_basis(predicted_basis):
+                strategy = "primal"
         try:
             objective, values, duals = master.solve(strategy)
         except SolverError as exc:

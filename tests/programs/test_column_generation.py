@@ -412,3 +412,42 @@ def test_the_first_master_is_interior_where_it_is_likely_optimal():
     assert first(10_000, 0.9) == "interior" and first(5000, 0.8) == "interior"  # n (1 - alpha) >= 800
     assert first(5000, 0.9) == "ipm" and first(1000, 0.5) == "primal"
     assert first(1000, 0.99, coarse_started=True) == "interior" and first(2000, 0.999, coarse_started=True) == "ipm"
+
+
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+def test_the_mirrored_extension_start_reaches_the_same_certified_optimum(monkeypatch, loss):
+    """Force the fallback after one interior master (n = 800, alpha = 0.9) and predict its
+    basis from n0 = 200: the result must match the default route's certified optimum."""
+    problem = dpopt.CountQuery(n=800, alpha=0.9, loss=loss)
+    plain = solve_by_column_generation(problem)
+    assert plain.within(1e-9)
+    monkeypatch.setattr(cg._ChainForm, "INTERIOR_BAND_RANGE", 0.0)
+    monkeypatch.setattr(cg, "INTERIOR_ROUNDS", 1)
+    monkeypatch.setattr(cg, "EXTEND_RANGE", 20.0)
+    installed = []
+    original = cg._Master.install_basis
+
+    def spy(self, basis, width=1):
+        installed.append(original(self, basis, width))
+        return installed[-1]
+
+    monkeypatch.setattr(cg._Master, "install_basis", spy)
+    extended = solve_by_column_generation(problem)
+    assert extended.rounds > 1 and installed == [True]  # the interior master left a gap: the start was used
+    assert extended.within(1e-9)
+    assert extended.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9)
+    assert extended.lower_bound <= plain.upper_bound + 1e-9 and plain.lower_bound <= extended.upper_bound + 1e-9
+
+
+def test_the_mirrored_extension_applies_only_where_its_picture_holds(monkeypatch):
+    monkeypatch.setattr(cg, "EXTEND_RANGE", 20.0)  # n0 = 200 at alpha = 0.9
+    basis = cg.extended_basis(dpopt.CountQuery(n=800, alpha=0.9, loss="squared"))
+    assert basis is not None
+    rows = np.bincount(basis.rows, minlength=801)
+    assert rows.min() >= 1 and rows.max() <= 2  # every row of T has one or two basic entries
+    # one slack loss row per one-entry row, but for the one d stands for
+    assert basis.slack_rows.size == np.count_nonzero(rows == 1) - 1
+    assert np.all(np.abs(basis.targets - basis.rows) <= 10)
+    assert cg.extended_basis(dpopt.CountQuery(n=800, alpha=0.9, loss="zero_one")) is None
+    assert cg.extended_basis(dpopt.CountQuery(n=800, alpha=0.9, loss="squared", side_information=[0, 400, 800])) is None
+    assert cg.extended_basis(dpopt.CountQuery(n=300, alpha=0.9, loss="squared")) is None  # n < 2 n0
