@@ -99,7 +99,7 @@ exact loss of the clipped remap, the lower bound prices the duals exactly. Measu
 -> 7.7 s, squared 59 -> 26 s. Its limit is accuracy, about 1e-8 relative on the duals
 of the squared master at n = 10,000, alpha = 0.9 (bound gap stuck at 3e-8 for 10 rounds,
 where it needs 1e-9): after INTERIOR_ROUNDS interior masters, HiGHS takes over, from a
-predicted basis where one applies (:func:`extended_basis`, below: 152 -> 53 s there) and
+predicted basis where one applies (:func:`extended_basis`, below: 152 -> 15 s there) and
 otherwise from scratch (176 s there either way), with IPX working on the master's dual
 (``ipx_dualize_strategy = 1``; in one process 144 and 147 s against 182 s, through the
 benchmark 152 against 199 s; only this fallback is dualized: on the first masters at
@@ -128,16 +128,22 @@ Squared loss, alpha = 0.9, n = 10,000: a basis predicted from n0 = 2000 (2026-11
 ------------------------------------------------------------------------------------
 Its optimum is 180 - 2.27e-6 (the geometric mechanism's 180 improved by 1.3e-8 relative):
 rows near each end shift their output inward by up to 7, the shift decays into the middle
-(mass off the diagonal 0.15 at r = 1000, 9e-3 at 2000, 6e-4 at 3000; the identity at n/2),
-and HiGHS's optimal basis has 9736 rows of T with two entries, 265 with one, and 263 slack
-loss rows, all near the ends. Given that basis (``setBasis``), primal simplex needs 49
-pivots (0.55 s): all of the fallback's ~130 s goes into finding it. What is used: the
-ends decouple, so the optimum at n0 = EXTEND_RANGE / (1 - alpha) = 2000 (3.7 s), its
-halves moved to the two ends with two-entry rows in between, predicts the basis
-(:func:`extended_basis`); primal simplex from it takes 10,935 pivots (42 s) and the next
-round certifies: 152 -> 53 s through the benchmark (gap 7e-12), still above the issue's
-20 s. Measured and not adopted, each of the fallback alone or of the whole run (one
-process, 2 cores):
+(mass off the diagonal 0.15 at r = 1000, 9e-3 at 2000, 6e-4 at 3000, ~1e-7 at n/2).
+Its one-entry rows of T and slack loss rows come in clusters near each end and one
+around n/2. Given HiGHS's final basis (``setBasis``), primal simplex needs 49 pivots
+(0.55 s): all of the fallback's ~130 s goes into finding it. What is used: the ends
+decouple, so the optimum at n0 = EXTEND_RANGE / (1 - alpha) = 2000 (3.7 s), its halves
+moved to the two ends, its middle cluster to n/2 and two-entry rows in between, predicts
+the basis (:func:`extended_basis`). That basis is nearly dual optimal (its duals'
+Lagrangian bound is 5e-9 below the optimum) and primal infeasible near the ends (32
+negative entries: the end clusters drift with n, 295-302 at n0, 311-318 at n), so it is
+re-solved by the dual simplex: 847 pivots, 2.6 s, and that master certifies. Through the
+benchmark 152 -> 15 s (gap 2e-11; the issue's goal was 20 s). A first version (same
+day) left n0's middle cluster at n0/2 and its mirror: its duals had the wrong sign on four loss
+rows (Lagrangian bound 6.2 below) and its primal simplex took 10,935 pivots (53 s); the middle cluster moved to n/2,
+primal simplex took 273 s (it is primal infeasible), the dual simplex 2.6 s. Before the
+prediction, these routes to a vertex were measured and not adopted, each of the fallback
+alone or of the whole run (one process, 2 cores):
 
 * Clarabel settings (``faer``; static regularisation 1e-9 to 1e-11; 30-50 refinement
   steps; ``max_step_fraction`` 0.999; no equilibration): AlmostSolved every time, bound gap
@@ -1030,7 +1036,7 @@ PREDICTED_WIDTH = {"absolute": 1, "squared": 3}
 
 #: The mirrored-extension start (:func:`extended_basis`) solves a smaller problem with
 #: about EXTEND_RANGE / (1 - alpha) counts (n0 (1 - alpha) = 200: alpha = 0.9 from n0 = 2000;
-#: n0 = 1000 measured the same, 48.6 against 53.3 s, with a 4x larger gap) ...
+#: n0 = 1000 measured the same with the first, primal-simplex version, 48.6 against 53.3 s) ...
 EXTEND_RANGE = 200.0
 #: ... only where n is at least this multiple of n0 (the ends must be apart for their
 #: structure to carry over).
@@ -1049,19 +1055,27 @@ class ExtendedBasis:
 def extended_basis(problem: CountQuery, *, tolerance: float = 1e-10) -> ExtendedBasis | None:
     """Predict the optimal basis at n from the certified optimum of a smaller problem.
 
-    Where n (1 - alpha) is large the two ends of the path decouple: each end of the optimal
-    T shifts outputs inward by a few counts (up to 7 at alpha = 0.9, squared loss) and the
-    shift decays into the middle, where T is the identity up to tiny entries on
-    ``{r, r + 1}`` (left half) or ``{r - 1, r}`` (right half). So the basis of the optimum at
-    n0 = EXTEND_RANGE / (1 - alpha) (its left half, and its right half moved by n - n0),
-    with those two-entry rows in between and the middle row alone, predicts the basis at n:
-    basic are the remap entries it names, every chain variable and d, and the slack loss
-    rows of n0's optimum moved likewise. Primal simplex from it needed 10,935 pivots (42 s)
-    where the fallback from scratch spends ~130 s (squared loss, alpha = 0.9, n = 10,000,
-    in one process). The prediction is only a start: the result is certified as always.
+    Where n (1 - alpha) is large the two ends of the path decouple. The optimal T (squared
+    loss, alpha = 0.9) shifts outputs inward by up to 7 counts near each end, and the shift
+    decays into the middle, where T is the identity up to tiny entries on ``{r, r + 1}``
+    (left half) or ``{r - 1, r}`` (right half). Its one-entry rows and slack loss rows come
+    in clusters: near each end (at 0-16, 21-24, 34-38, 53-58, 82-92, 140-153, 311-318 at
+    n = 10,000, the last at 295-302 at n = 2000) and one around the middle row n/2. So
+    the basis of the optimum at n0 = EXTEND_RANGE / (1 - alpha) predicts the basis at n:
+    its left part stays, its right part moves by n - n0, its middle cluster (the run of
+    one-entry and slack rows around n0/2, see :func:`_middle_cluster`) moves to n/2, and
+    the rows in between get the two-entry pattern. Basic are the remap entries it names,
+    every chain variable and d, and the slack loss rows moved likewise.
+
+    That basis is dual feasible or nearly so (its duals' Lagrangian bound is within 5e-9
+    of the optimum at n = 10,000) and primal infeasible in a few rows near the ends (the
+    end clusters drift with n), so the caller re-solves it with the dual simplex: 847
+    pivots, 2.6 s (squared loss, alpha = 0.9, n = 10,000), where the fallback from scratch
+    spends ~130 s. The prediction is only a start: the result is certified as always.
 
     Returns None where it does not apply (another loss, side information other than all of
-    0..n, n below EXTEND_MIN_RATIO n0, or n0's optimum not certified or not of that shape).
+    0..n, n below EXTEND_MIN_RATIO n0, or n0's optimum not certified or its middle
+    cluster too wide to move).
     """
     if problem.loss_name not in ("absolute", "squared") or len(problem.support) != problem.n + 1:
         return None
@@ -1076,17 +1090,37 @@ def extended_basis(problem: CountQuery, *, tolerance: float = 1e-10) -> Extended
     remap = smaller.mechanism.remap.tocoo()
     positive = remap.data > 0
     rows0, targets0 = remap.row[positive].astype(np.int64), remap.col[positive].astype(np.int64)
-    if np.count_nonzero(rows0 == half0) != 1:  # n0's middle row must map to itself alone
-        return None
     losses = smaller.row_losses
     slack0 = np.flatnonzero(losses.max() - losses > tolerance * losses.max())
-    shift, middle = n - n0, n // 2
-    left, right = rows0 < half0, rows0 > half0
-    inner_left, inner_right = np.arange(half0, middle), np.arange(middle + 1, n - half0 + 1)
-    rows = np.concatenate([rows0[left], rows0[right] + shift, inner_left, inner_left, inner_right, inner_right, [middle]])
-    targets = np.concatenate([targets0[left], targets0[right] + shift, inner_left, inner_left + 1, inner_right - 1, inner_right, [middle]])
-    slack_rows = np.concatenate([slack0[slack0 < half0], slack0[slack0 > half0] + shift])
+    singles0 = np.flatnonzero(np.bincount(rows0, minlength=n0 + 1) == 1)
+    width = _middle_cluster(np.union1d(singles0, slack0), half0)
+    if 2 * width >= half0:  # no two-entry rows between the end and the middle
+        return None
+    # rows of n0 left of, right of and in its middle cluster; each part moves by its shift
+    middle = n // 2
+    shifts = (0, n - n0, middle - half0)
+
+    def part(r: np.ndarray) -> np.ndarray:
+        return np.where(r < half0 - width, 0, np.where(r > half0 + width, 1, 2))
+
+    inner_left = np.arange(half0 - width, middle - width)
+    inner_right = np.arange(middle + width + 1, n - half0 + width + 1)
+    moved = np.take(shifts, part(rows0))
+    rows = np.concatenate([rows0 + moved, inner_left, inner_left, inner_right, inner_right])
+    targets = np.concatenate([targets0 + moved, inner_left, inner_left + 1, inner_right - 1, inner_right])
+    slack_rows = slack0 + np.take(shifts, part(slack0))
     return ExtendedBasis(rows, targets, slack_rows)
+
+
+def _middle_cluster(special: np.ndarray, middle: int, gap: int = 4) -> int:
+    """Half-width of the cluster of ``special`` rows around ``middle``: rows reached from
+    ``middle`` in steps of at most ``gap`` (0 if there are none)."""
+    low = high = middle
+    while np.any(inside := (special >= low - gap) & (special < low)):
+        low = int(special[inside].min())
+    while np.any(inside := (special <= high + gap) & (special > high)):
+        high = int(special[inside].max())
+    return max(middle - low, high - middle)
 
 
 def coarse_factor(n: int, alpha: float) -> int:
@@ -1320,7 +1354,9 @@ def solve_by_column_generation(
             extension_tried = True
             predicted_basis = extended_basis(problem, tolerance=tol)
             if predicted_basis is not None and master.install_basis(predicted_basis):
-                strategy = "primal"
+                # nearly dual optimal, primal infeasible near the ends: 847 dual simplex
+                # pivots where primal simplex needed 10,935 (n = 10,000, alpha = 0.9)
+                strategy = "dual"
         try:
             objective, values, duals = master.solve(strategy)
         except SolverError as exc:

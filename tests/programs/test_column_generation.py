@@ -448,6 +448,21 @@ def test_the_mirrored_extension_applies_only_where_its_picture_holds(monkeypatch
     # one slack loss row per one-entry row, but for the one d stands for
     assert basis.slack_rows.size == np.count_nonzero(rows == 1) - 1
     assert np.all(np.abs(basis.targets - basis.rows) <= 10)
+    # n0's optimum, its middle (rows 95..105) moved to n/2 and its ends to the two ends
+    smaller = solve_by_column_generation(dpopt.CountQuery(n=200, alpha=0.9, loss="squared")).mechanism.remap
+    predicted = sparse.csr_array((np.ones(basis.rows.size), (basis.rows, basis.targets)), shape=(801, 801))
+    for rows0, shift in ((np.arange(0, 50), 0), (np.arange(95, 106), 300), (np.arange(151, 201), 600)):
+        for r in rows0:
+            assert set(smaller[[r]].indices) == {c - shift for c in predicted[[r + shift]].indices}, r
+    # in between, two entries: toward n/2 on each side
+    assert set(predicted[[300]].indices) == {300, 301} and set(predicted[[500]].indices) == {499, 500}
     assert cg.extended_basis(dpopt.CountQuery(n=800, alpha=0.9, loss="zero_one")) is None
     assert cg.extended_basis(dpopt.CountQuery(n=800, alpha=0.9, loss="squared", side_information=[0, 400, 800])) is None
     assert cg.extended_basis(dpopt.CountQuery(n=300, alpha=0.9, loss="squared")) is None  # n < 2 n0
+
+
+def test_the_middle_cluster_is_the_run_of_special_rows_around_the_middle():
+    special = np.array([0, 1, 2, 40, 47, 49, 50, 53, 57, 62, 90])
+    assert cg._middle_cluster(special, 50) == 7  # 47..57 in steps of at most 4; 40 and 62 are too far
+    assert cg._middle_cluster(special, 50, gap=10) == 12  # 40..62
+    assert cg._middle_cluster(np.array([10, 90]), 50) == 0
