@@ -290,8 +290,9 @@ def test_predicted_means_scale_the_coarse_solution():
 def test_the_coarse_start_reaches_the_optimum_of_the_band_start(loss, side):
     problem = dpopt.CountQuery(n=400, alpha=0.99, loss=loss, side_information=side)
     assert cg.coarse_start(problem) is not None
-    coarse = solve_by_column_generation(problem)
-    plain = solve_by_column_generation(problem, coarse=False)
+    # hull=False: the full problem, so that the coarse start itself meets side information
+    coarse = solve_by_column_generation(problem, hull=False)
+    plain = solve_by_column_generation(problem, coarse=False, hull=False)
     for result in (coarse, plain):
         assert result.relative_gap <= 1e-9
     assert coarse.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9)
@@ -303,7 +304,7 @@ def test_the_coarse_start_reaches_the_optimum_of_the_band_start(loss, side):
 @given(st.integers(400, 700), st.floats(0.95, 0.995), st.sampled_from(["absolute", "squared"]), st.integers(0, 150), st.integers(0, 150))
 def test_the_coarse_start_never_changes_the_certified_optimum(n, alpha, loss, cut_low, cut_high):
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information={"lower": cut_low, "upper": n - cut_high})
-    coarse, plain = solve_by_column_generation(problem), solve_by_column_generation(problem, coarse=False)
+    coarse, plain = solve_by_column_generation(problem, hull=False), solve_by_column_generation(problem, coarse=False, hull=False)
     assert coarse.relative_gap <= 1e-9 and plain.relative_gap <= 1e-9
     assert coarse.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9)
 
@@ -466,3 +467,44 @@ def test_the_middle_cluster_is_the_run_of_special_rows_around_the_middle():
     assert cg._middle_cluster(special, 50) == 7  # 47..57 in steps of at most 4; 40 and 62 are too far
     assert cg._middle_cluster(special, 50, gap=10) == 12  # 40..62
     assert cg._middle_cluster(np.array([10, 90]), 50) == 0
+
+
+# -- side information: the problem on the hull of S --------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(3, 30).flatmap(
+        lambda n: st.tuples(st.just(n), st.floats(0.05, 0.95), st.sampled_from(["absolute", "squared", "zero_one"]),
+                            st.lists(st.integers(0, n), min_size=1, max_size=n + 1, unique=True))
+    )
+)
+def test_the_hull_problem_has_the_optimum_of_the_full_problem(case):
+    """hull_problem's theorem: same optimum (the full problem solved as such, an independent
+    route), and the embedded mechanism's exact losses on S are the hull problem's."""
+    n, alpha, loss, s = case
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=sorted(s))
+    on_hull, full = solve_by_column_generation(problem), solve_by_column_generation(problem, hull=False)
+    for result in (on_hull, full):  # (S a single count: optimum 0, gap absolute)
+        assert result.gap <= 1e-9 * max(1.0, abs(result.upper_bound))
+    assert on_hull.upper_bound == pytest.approx(full.upper_bound, rel=1e-9, abs=1e-10)
+    assert on_hull.lower_bound <= full.upper_bound + 1e-9 and full.lower_bound <= on_hull.upper_bound + 1e-9
+    assert on_hull.mechanism.certificate(problem.epsilon).ok
+    smaller = cg.hull_problem(problem)
+    if smaller is None:
+        assert (min(s), max(s)) == (0, n) or max(s) == min(s)
+    else:
+        assert smaller.n == max(s) - min(s) and smaller.support == tuple(sorted(v - min(s) for v in s))
+
+
+def test_the_hull_embedding_repeats_the_end_rows_and_shifts_the_outputs():
+    problem = dpopt.CountQuery(n=40, alpha=0.8, loss="absolute", side_information={"lower": 10, "upper": 30})
+    result = solve_by_column_generation(problem)
+    assert "hull 10..30" in result.route
+    small = solve_by_column_generation(cg.hull_problem(problem)).mechanism.remap.toarray()
+    remap = result.mechanism.remap.toarray()
+    for r in range(41):
+        np.testing.assert_allclose(remap[r, 10:31], small[min(max(r - 10, 0), 20)], atol=1e-15)
+    assert remap[:, :10].sum() == 0 and remap[:, 31:].sum() == 0
+    assert cg.hull_problem(dpopt.CountQuery(n=40, alpha=0.8, loss=np.abs(np.subtract.outer(np.arange(41), np.arange(41))) ** 0.5,
+                                            side_information={"lower": 10, "upper": 30})) is None  # a table: not assumed monotone
