@@ -3,6 +3,7 @@
     python benchmarks/count_query.py [--n 10 25 50 100] [--alpha 0.5] [--loss absolute]
     python benchmarks/count_query.py --scale [--n ...] [--alphas ...] [--losses ...] [--lp-limit 200] [--timeout S] [--output X.parquet]
     python benchmarks/count_query.py --scale --alphas 0.99 0.999 --n 1000 2000 5000 10000 --lp-limit 0   # small epsilon
+    python benchmarks/count_query.py --scale --alphas 0.99 --n 1000 5000 10000 --side-cut 0.1   # S = the middle 80%
 
 The first form compares the GS LP with the geometric + interaction program. The
 ``--scale`` form prints the large-n table: for each n, alpha and loss, the direct
@@ -65,10 +66,13 @@ TABLE_LOSSES: dict[str, Callable[[int], np.ndarray]] = {
 }
 
 
-def benchmark_problem(n: int, alpha: float, loss: str) -> dpopt.CountQuery:
-    """The count query of one benchmark cell; ``loss`` is a named loss or a key of TABLE_LOSSES."""
+def benchmark_problem(n: int, alpha: float, loss: str, side_cut: float = 0.0) -> dpopt.CountQuery:
+    """The count query of one benchmark cell; ``loss`` is a named loss or a key of TABLE_LOSSES;
+    ``side_cut`` > 0: side information S = round(side_cut n) .. n - round(side_cut n)."""
     spec = TABLE_LOSSES[loss](n) if loss in TABLE_LOSSES else loss
-    return dpopt.CountQuery(n=n, alpha=alpha, loss=spec)
+    cut = int(round(side_cut * n))
+    side = {"lower": cut, "upper": n - cut} if cut > 0 else None
+    return dpopt.CountQuery(n=n, alpha=alpha, loss=spec, side_information=side)
 
 
 def _rss_bytes() -> int:
@@ -199,14 +203,14 @@ def _direct_lp_with_timeout(n: int, alpha: float, loss: str, timeout: float) -> 
 
 
 def table_loss_benchmark(
-    sizes: list[int], alphas: list[float], losses: list[str], lp_limit: int, lp_timeout: float = 300.0
+    sizes: list[int], alphas: list[float], losses: list[str], lp_limit: int, lp_timeout: float = 300.0, side_cut: float = 0.0
 ) -> pd.DataFrame:
     rows = []
     dpopt.solve(dpopt.CountQuery(n=5, alpha=0.5), "factored")  # imports and first-call caches
     for loss in losses:
         for alpha in alphas:
             for n in sizes:
-                problem = benchmark_problem(n, alpha, loss)
+                problem = benchmark_problem(n, alpha, loss, side_cut)
                 try:
                     fast, fast_s, fast_mb = measure(lambda: dpopt.solve(problem, "factored"))
                 except dpopt.SolverError as exc:
@@ -277,9 +281,15 @@ def main() -> None:
     parser.add_argument("--lp-limit", type=int, default=200)
     parser.add_argument("--output", default=None, metavar="X.parquet", help="keep the --scale sweeps' tables (a rerun resumes)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds a factored cell of --scale may take")
+    parser.add_argument("--side-cut", type=float, default=0.0, metavar="F",
+                        help="--scale with side information S = round(F n) .. n - round(F n), every loss measured in this process")
     args = parser.parse_args()
     if args.scale:
         sizes = args.n or [50, 100, 200, 400, 1000, 2000, 5000]
+        if args.side_cut > 0:
+            print(f"count_query, S = round({args.side_cut} n) .. n - round({args.side_cut} n); one process; MiB = peak growth")
+            table_loss_benchmark(sizes, args.alphas, args.losses, 0, side_cut=args.side_cut)
+            return
         print("count_query, S = all; factored = column generation; lp = direct GS LP (HiGHS); MiB = peak growth")
         named = [loss for loss in args.losses if loss not in TABLE_LOSSES]
         if named:

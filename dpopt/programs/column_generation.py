@@ -88,8 +88,8 @@ went from 176 s to 411 s (5 rounds from the prediction against 6 from the band).
 Interior-point masters (no crossover)
 -------------------------------------
 Where the first master is likely to hold the optimal support already (a coarse start at
-n (1 - alpha) >= 5, or the band at n (1 - alpha) >= 800, where the ends no longer move the
-optimum beyond the tolerance), it is solved by Clarabel's interior point instead of
+n (1 - alpha) >= 5, or the band at n (1 - alpha) >= 400, where the ends barely move the
+optimum), it is solved by Clarabel's interior point instead of
 HiGHS's (:meth:`_Master.solve_interior`). HiGHS's IPX spends most of its time in iterative
 linear algebra and crossover on these chains; Clarabel factorises the banded KKT system
 directly and needs no basis, because the certificate never did: the upper bound is the
@@ -178,6 +178,24 @@ alone or of the whole run (one process, 2 cores):
   34,732 primal pivots, 93 s, on a master that already held the optimal support.
 * HiGHS's ``crossover`` from Clarabel's point still ends in a segmentation fault (highspy
   1.16.0); its direct-factorisation interior point (HiPO) is not built into the wheel.
+
+Side information: the hull of S (2026-11-25)
+--------------------------------------------
+Where S does not reach both ends of 0..n, the problem on S's hull [a, b] has the same
+optimum (:func:`hull_problem`, exact for losses monotone in ``|i - r'|``) and loses the
+rows outside [a, b], whose columns are proportional (a large optimal face). The coarse
+means of such a problem jump where S begins and ends, and interpolation across a jump
+mispredicts the rows inside it, so those rows also get the columns extrapolated from
+either side (:func:`one_sided_means`). Absolute loss, alpha = 0.99, S = the middle 80%
+(in-process, ``benchmarks/count_query.py --scale --side-cut 0.1``): n = 5000 29.9 -> 2.7 s
+(one round instead of seven), n = 10,000 178 -> 6.6 s; squared n = 5000 21.5 -> 7.3 s,
+n = 10,000 125 -> 18.5 s. At n = 1000 the hull problem has n = 800, whose end rows the
+coarse start predicted up to 3 short (S = all at n = 800 took 1.8 s and four rounds,
+against 0.5 s at n = 1000): a few columns further inward on the end rows (END_ROWS) took it
+from 1.9 to 0.42 s. A wider boundary layer (the first and last 0.8 k rows with +-0.4 k
+columns, and the corners ``T[0, 0]``, ``T[n, n]``) did as well at n = 800 and 1200 but
+slowed S = all elsewhere (absolute, alpha = 0.99, n = 2000 +16%; alpha = 0.999, n = 2000
++16%, n = 5000 144 -> 283 s), so it is not used.
 
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
@@ -343,14 +361,22 @@ class _ChainForm(_Form):
     #: INTERIOR_COARSE_RANGE with a coarse start (its prediction is good there: alpha =
     #: 0.99, n = 1000: 0.90 -> 0.53 s; n = 10,000 44 -> 8 s), from INTERIOR_BAND_RANGE
     #: from the band (the ends no longer move the optimum beyond the tolerance: alpha =
-    #: 0.8, n = 5000 7.6 -> 1.1 s; alpha = 0.9, n = 10,000 30 -> 4.7 s).
+    #: 0.8, n = 5000 7.6 -> 1.1 s; alpha = 0.9, n = 10,000 30 -> 4.7 s). Since the
+    #: fallback starts from a predicted basis (:func:`extended_basis`) the band's threshold
+    #: is 400 (2026-11-25, one process, absolute / squared against HiGHS's IPM): range 400,
+    #: alpha = 0.9, n = 4000 8.4 -> 7.0 s / 12.2 -> 9.0 s, alpha = 0.8, n = 2000 1.2 -> 0.4 s /
+    #: 2.8 -> 2.4 s; range 500, alpha = 0.9, n = 5000 12.6 -> 7.6 s / 18.7 -> 8.3 s; but range
+    #: 300 loses (alpha = 0.9, n = 3000: 4.8 -> 6.2 s / 7.8 -> 8.4 s; alpha = 0.94, n = 5000
+    #: 15 -> 21 s / 39 -> 45 s) and range 200 too (alpha = 0.9, n = 2000: 2.7 -> 3.7 s).
     INTERIOR_COARSE_RANGE: ClassVar[float] = 5.0
-    INTERIOR_BAND_RANGE: ClassVar[float] = 800.0
+    INTERIOR_BAND_RANGE: ClassVar[float] = 400.0
 
     def first_strategy(self, coarse_started: bool = False) -> str:
         if self.alpha < self.IPM_FROM_ALPHA:
             return "primal"
-        scales = self.n * (1.0 - self.alpha)
+        # rounded: 8000 (1 - 0.9) is 799.99... in floating point, and the threshold was
+        # missed by it (squared, n = 8000: 53 s for a first master the interior point does in 3)
+        scales = round(self.n * (1.0 - self.alpha), 9)
         if scales >= (self.INTERIOR_COARSE_RANGE if coarse_started else self.INTERIOR_BAND_RANGE):
             return "interior"
         return "ipm"
@@ -1032,19 +1058,19 @@ COARSE_MIN_ROWS = 100
 #: support less well (see the module docstring); w = 3 there took n = 10,000, alpha = 0.99
 #: from 4 rounds and 209 s to 2 rounds and 54 s (n = 1000: 1.24 -> 0.97 s).
 PREDICTED_WIDTH = {"absolute": 1, "squared": 3}
-#: The boundary layer: the first and last ceil(LAYER_ROWS k) rows also get the columns
-#: within ceil(LAYER_WIDTH k) of their prediction, and rows 0 and n their own count (absolute
-#: loss, alpha = 0.99: rows 0-5 were up to 2 off and T[0, 0] = 0.0125 at n = 800 and 1200,
-#: 4-5 rounds; with the layer one round: n = 800 1.8 -> 0.40 s, 1200 3.6 -> 0.66 s, 1000
-#: unchanged at 0.48 s; a layer of k rows and +-k columns cost 19% at n = 1000).
-#: Squared loss (+-3 columns everywhere already) gains nothing from it (n = 600: 0.26 -> 0.40 s).
-LAYER_ROWS = 0.8
-LAYER_WIDTH = 0.4
-LAYER_LOSSES = ("absolute",)
 #: Coarse intervals whose step differs from a neighbour's by more than this many coarse
 #: counts are jumps (:func:`one_sided_means`; absolute loss, alpha = 0.99, S = the middle
 #: 80%: n = 5000 29 -> 3.3 s, one round instead of seven).
 JUMP_STEP = 1.0
+#: Absolute loss: the first and last END_ROWS rows also get END_EXTRA columns further
+#: inward. There the prediction is extrapolated from coarse rows 1 and 2 and falls short
+#: by up to 3 (alpha = 0.99, n = 800 and 1200: row 1 predicted 65.1 and 71.3, optimal 67.8
+#: and 74.0; row 8 still 1 short), which cost 4-5 rounds: n = 800 1.84 -> 0.40 s, n = 1200
+#: 3.6 -> 0.65 s, one round each (n = 1000: 0.48 -> 0.51 s). Squared loss, with +-3
+#: columns already, gains nothing from it (n = 1200: 1.51 -> 1.54 s).
+END_ROWS = 6
+END_EXTRA = 2
+END_LOSSES = ("absolute",)
 
 
 #: The mirrored-extension start (:func:`extended_basis`) solves a smaller problem with
@@ -1195,18 +1221,16 @@ def coarse_start(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[np.n
     coarse_means = row_means(result.mechanism.remap)
     phi = predicted_means(coarse_means, n, k)
     jumps, from_left, from_right = one_sided_means(coarse_means, n, k)
-    width = PREDICTED_WIDTH[problem.loss_name]
-    # the boundary layer is predicted least well: its rows get wider columns, and the end
-    # rows their own count (see LAYER_ROWS)
-    depth = min(int(np.ceil(LAYER_ROWS * k)), (n + 1) // 2)
-    ends = np.concatenate([np.arange(depth), np.arange(n + 1 - depth, n + 1)])
-    layer = int(np.ceil(LAYER_WIDTH * k))
-    predictions = [(np.arange(n + 1), phi, width), (jumps, from_left, width), (jumps, from_right, width)]
-    corners = [[0, n]] if problem.loss_name in LAYER_LOSSES else []
-    if corners:
-        predictions.append((ends, phi[ends], layer))
-    rows = np.concatenate([np.repeat(r, 2 * w + 2) for r, _, w in predictions] + corners)
-    targets = np.concatenate([(np.floor(p).astype(np.int64)[:, None] + np.arange(-w, w + 2)).ravel() for _, p, w in predictions] + corners)
+    w = PREDICTED_WIDTH[problem.loss_name]
+    offsets = np.arange(-w, w + 2)
+    predictions = [(np.arange(n + 1), phi, offsets), (jumps, from_left, offsets), (jumps, from_right, offsets)]
+    if problem.loss_name in END_LOSSES:
+        depth = min(END_ROWS, (n + 1) // 2)
+        low, high = np.arange(depth), np.arange(n + 1 - depth, n + 1)
+        predictions += [(low, phi[low], np.arange(w + 2, w + 2 + END_EXTRA)),  # inward of each end
+                        (high, phi[high], np.arange(-w - END_EXTRA, -w))]
+    rows = np.concatenate([np.repeat(r, o.size) for r, _, o in predictions])
+    targets = np.concatenate([(np.floor(p).astype(np.int64)[:, None] + o).ravel() for _, p, o in predictions])
     inside = (targets >= 0) & (targets <= n)
     return rows[inside], targets[inside]
 

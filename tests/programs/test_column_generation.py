@@ -299,6 +299,24 @@ def test_the_coarse_start_reaches_the_optimum_of_the_band_start(loss, side):
     assert coarse.rounds < plain.rounds
 
 
+def test_the_end_rows_get_columns_further_inward_for_absolute_loss():
+    # the prediction at the ends is extrapolated and falls short (n = 800: row 1 predicted 65.1, optimal 67.8)
+    n, w = 800, cg.PREDICTED_WIDTH["absolute"]
+    rows, targets = cg.coarse_start(dpopt.CountQuery(n=n, alpha=0.99, loss="absolute"))
+    per_row = np.bincount(rows, minlength=n + 1)
+    depth = cg.END_ROWS
+    assert np.all(per_row[1:depth] == 2 * w + 2 + cg.END_EXTRA) and np.all(per_row[n + 1 - depth:n] == 2 * w + 2 + cg.END_EXTRA)
+    assert per_row[n // 2] == 2 * w + 2
+    first = targets[rows == 1]
+    assert first.max() - first.min() == 2 * w + 1 + cg.END_EXTRA and first.max() >= 68  # reaches the optimal support
+    last = targets[rows == n - 1]
+    assert last.max() - last.min() == 2 * w + 1 + cg.END_EXTRA and last.min() <= n - 68  # mirrored: inward is down
+    squared_rows, _ = cg.coarse_start(dpopt.CountQuery(n=n, alpha=0.99, loss="squared"))
+    assert np.bincount(squared_rows)[1] == 2 * cg.PREDICTED_WIDTH["squared"] + 2
+    result = solve_by_column_generation(dpopt.CountQuery(n=n, alpha=0.99, loss="absolute"))
+    assert result.rounds == 1 and result.relative_gap <= 1e-9  # four rounds without the inward columns
+
+
 @pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(st.integers(400, 700), st.floats(0.95, 0.995), st.sampled_from(["absolute", "squared"]), st.integers(0, 150), st.integers(0, 150))
@@ -410,8 +428,10 @@ def test_the_first_master_is_interior_where_it_is_likely_optimal():
     def first(n, alpha, coarse_started=False):
         return _form_for(dpopt.CountQuery(n=n, alpha=alpha, loss="absolute")).first_strategy(coarse_started)
 
-    assert first(10_000, 0.9) == "interior" and first(5000, 0.8) == "interior"  # n (1 - alpha) >= 800
-    assert first(5000, 0.9) == "ipm" and first(1000, 0.5) == "primal"
+    assert first(10_000, 0.9) == "interior" and first(2000, 0.8) == "interior"  # n (1 - alpha) >= 400
+    assert first(3000, 0.9) == "ipm" and first(1000, 0.5) == "primal"
+    # on the threshold exactly, although 4000 (1 - 0.9) and 8000 (1 - 0.9) fall short of it in floating point
+    assert 4000 * (1 - 0.9) < 400 and first(4000, 0.9) == "interior" and first(8000, 0.9) == "interior"
     assert first(1000, 0.99, coarse_started=True) == "interior" and first(2000, 0.999, coarse_started=True) == "ipm"
 
 
