@@ -4,6 +4,7 @@
     python benchmarks/count_query.py --scale [--n ...] [--alphas ...] [--losses ...] [--lp-limit 200] [--timeout S] [--output X.parquet]
     python benchmarks/count_query.py --scale --alphas 0.99 0.999 --n 1000 2000 5000 10000 --lp-limit 0   # small epsilon
     python benchmarks/count_query.py --scale --alphas 0.99 --n 1000 5000 10000 --side-cut 0.1   # S = the middle 80%
+    python benchmarks/count_query.py --scale --alphas 0.99 --n 1000 5000 --side-shape both_ends   # other shapes of S
 
 The first form compares the GS LP with the geometric + interaction program. The
 ``--scale`` form prints the large-n table: for each n, alpha and loss, the direct
@@ -66,12 +67,26 @@ TABLE_LOSSES: dict[str, Callable[[int], np.ndarray]] = {
 }
 
 
-def benchmark_problem(n: int, alpha: float, loss: str, side_cut: float = 0.0) -> dpopt.CountQuery:
+#: Side information S of other shapes (``--side-shape``), as functions of n.
+SIDE_SHAPES: dict[str, Callable[[int], Any]] = {
+    "evens": lambda n: list(range(0, n + 1, 2)),
+    "lower_half": lambda n: {"lower": 0, "upper": n // 2},
+    "two_points": lambda n: [n // 4, 3 * n // 4],
+    "random10": lambda n: sorted(np.random.default_rng(0).choice(n + 1, size=(n + 1) // 10, replace=False).tolist()),
+    "both_ends": lambda n: list(range(0, n // 10 + 1)) + list(range(n - n // 10, n + 1)),
+    "middle_gap": lambda n: list(range(n // 10, 2 * n // 5)) + list(range(3 * n // 5, 9 * n // 10)),
+}
+
+
+def benchmark_problem(n: int, alpha: float, loss: str, side_cut: float = 0.0, side_shape: str | None = None) -> dpopt.CountQuery:
     """The count query of one benchmark cell; ``loss`` is a named loss or a key of TABLE_LOSSES;
-    ``side_cut`` > 0: side information S = round(side_cut n) .. n - round(side_cut n)."""
+    ``side_cut`` > 0: side information S = round(side_cut n) .. n - round(side_cut n);
+    ``side_shape``: a key of SIDE_SHAPES instead."""
     spec = TABLE_LOSSES[loss](n) if loss in TABLE_LOSSES else loss
     cut = int(round(side_cut * n))
     side = {"lower": cut, "upper": n - cut} if cut > 0 else None
+    if side_shape is not None:
+        side = SIDE_SHAPES[side_shape](n)
     return dpopt.CountQuery(n=n, alpha=alpha, loss=spec, side_information=side)
 
 
@@ -203,14 +218,15 @@ def _direct_lp_with_timeout(n: int, alpha: float, loss: str, timeout: float) -> 
 
 
 def table_loss_benchmark(
-    sizes: list[int], alphas: list[float], losses: list[str], lp_limit: int, lp_timeout: float = 300.0, side_cut: float = 0.0
+    sizes: list[int], alphas: list[float], losses: list[str], lp_limit: int, lp_timeout: float = 300.0, side_cut: float = 0.0,
+    side_shape: str | None = None,
 ) -> pd.DataFrame:
     rows = []
     dpopt.solve(dpopt.CountQuery(n=5, alpha=0.5), "factored")  # imports and first-call caches
     for loss in losses:
         for alpha in alphas:
             for n in sizes:
-                problem = benchmark_problem(n, alpha, loss, side_cut)
+                problem = benchmark_problem(n, alpha, loss, side_cut, side_shape)
                 try:
                     fast, fast_s, fast_mb = measure(lambda: dpopt.solve(problem, "factored"))
                 except dpopt.SolverError as exc:
@@ -281,11 +297,17 @@ def main() -> None:
     parser.add_argument("--lp-limit", type=int, default=200)
     parser.add_argument("--output", default=None, metavar="X.parquet", help="keep the --scale sweeps' tables (a rerun resumes)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds a factored cell of --scale may take")
+    parser.add_argument("--side-shape", choices=sorted(SIDE_SHAPES), default=None,
+                        help="--scale with side information of this shape (SIDE_SHAPES), every loss measured in this process")
     parser.add_argument("--side-cut", type=float, default=0.0, metavar="F",
                         help="--scale with side information S = round(F n) .. n - round(F n), every loss measured in this process")
     args = parser.parse_args()
     if args.scale:
         sizes = args.n or [50, 100, 200, 400, 1000, 2000, 5000]
+        if args.side_shape is not None:
+            print(f"count_query, S = {args.side_shape} (SIDE_SHAPES); one process; MiB = peak growth")
+            table_loss_benchmark(sizes, args.alphas, args.losses, 0, side_shape=args.side_shape)
+            return
         if args.side_cut > 0:
             print(f"count_query, S = round({args.side_cut} n) .. n - round({args.side_cut} n); one process; MiB = peak growth")
             table_loss_benchmark(sizes, args.alphas, args.losses, 0, side_cut=args.side_cut)

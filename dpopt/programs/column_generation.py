@@ -197,6 +197,23 @@ columns, and the corners ``T[0, 0]``, ``T[n, n]``) did as well at n = 800 and 12
 slowed S = all elsewhere (absolute, alpha = 0.99, n = 2000 +16%; alpha = 0.999, n = 2000
 +16%, n = 5000 144 -> 283 s), so it is not used.
 
+S with a long gap is still slow (alpha = 0.99, n = 5000, in-process): S = 0..500 and
+4500..5000 (no hull to cut) absolute 97 s, squared > 120 s; S = 500..1999 and 3000..4499
+absolute 31 s, squared 15 s; S = a random 10% of the counts squared 32 s (absolute n =
+1000: 1.1 s). Clarabel's masters there need 85-200 iterations (31 at S = all) and stop
+short of its tolerances: even on a master holding the optimal support (+-1) of the first
+case it ran its 200 iterations (9 s) to an objective 2e-7 off, where HiGHS's IPM +
+crossover certified the same master in one round, 7 s. The coupling across the gap is
+real at the certificate's tolerance (the optimum is 1.1e-8 relative above the left
+cluster's alone: the left inputs still see the gap's rows at alpha^2000 ~ 2e-9 times
+distances of ~4000), so the clusters cannot be solved apart. A start from each cluster's
+own optimum (its rows over its hull, the gap's rows its end row's main column, both
+clusters' columns near the gap's middle) with a HiGHS first master took the first case to
+17.6 s (one round; IPX "imprecise", then 17,747 clean-up simplex pivots) but left squared
+loss uncertified (gap 3.7e-8 after 100 s) and slowed the second case (31 -> 35 s, 11
+rounds), so it is not used. The chain variables carry values across the gap through
+thousands of factors alpha; a master that jumps a gap in one row is the next thing to try.
+
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
 n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round
@@ -1351,15 +1368,54 @@ def hull_problem(problem: CountQuery) -> CountQuery | None:
     return CountQuery(n=high - low, alpha=problem.alpha, loss=problem.loss_name, side_information=inner)
 
 
+def spread_row(weights: np.ndarray, columns: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stochastic rows, one per weight, whose ``weights``-average is the distribution ``masses``
+    on ``columns``: the monotone (quantile) coupling, at most ``len(weights) +
+    len(columns) - 1`` entries. Returns (row, column, value) triples; a row of weight 0
+    (underflow) gets its quantile's column alone.
+    """
+    order = np.argsort(columns, kind="stable")
+    columns, masses = np.asarray(columns)[order], np.asarray(masses, dtype=float)[order]
+    w = np.cumsum(weights) / np.sum(weights)
+    p = np.cumsum(masses) / np.sum(masses)
+    w[-1] = p[-1] = 1.0
+    breaks = np.unique(np.clip(np.concatenate([[0.0], w, p]), 0.0, 1.0))
+    middle = (breaks[:-1] + breaks[1:]) / 2
+    rows = np.minimum(np.searchsorted(w, middle), w.size - 1)
+    cols = np.minimum(np.searchsorted(p, middle), p.size - 1)
+    length = np.diff(breaks)
+    empty = np.setdiff1d(np.arange(w.size), rows)  # rows whose interval has no length
+    rows = np.concatenate([rows, empty])
+    cols = np.concatenate([cols, np.minimum(np.searchsorted(p, w[empty]), p.size - 1)])
+    length = np.concatenate([length, np.ones(empty.size)])
+    totals = np.bincount(rows, weights=length, minlength=w.size)
+    return rows, columns[cols], length / totals[rows]
+
+
 def _embedded(problem: CountQuery, on_hull: ColumnGenerationResult) -> ColumnGenerationResult:
-    """The hull problem's result as a mechanism on 0..n (see :func:`hull_problem`):
-    rows r <= a repeat the remap's first row, rows r >= b its last, outputs shifted by a.
-    The upper bound is recomputed exactly on 0..n; the lower bound carries over."""
-    n, support = problem.n, np.asarray(problem.support)
-    low = int(support.min())
+    """The hull problem's result as a mechanism on 0..n (see :func:`hull_problem`).
+
+    The rows r <= a of T only act on S through their average weighted by ``g_r alpha^(a - r)``,
+    which must be the hull remap's first row (likewise r >= b and its last row). Repeating
+    that row on every one of them (as the proof does) would copy a dense end row up to n
+    times (the zero-one flow's end rows hold hundreds of entries: S = 0..2500, n = 5000
+    left millions of entries for the certificate to read), so :func:`spread_row` splits it
+    among them instead, one or two entries a row. Outputs are shifted by a. The upper bound
+    is recomputed exactly on 0..n; the lower bound carries over."""
+    n, alpha, support = problem.n, problem.alpha, np.asarray(problem.support)
+    low, high = int(support.min()), int(support.max())
     small = sparse.csr_array(on_hull.mechanism.remap)
-    rows = sparse.csr_array(small[np.clip(np.arange(n + 1) - low, 0, small.shape[0] - 1)])
-    remap = sparse.csr_array((rows.data, rows.indices + low, rows.indptr), shape=(n + 1, n + 1))
+    g = column_weights(n, alpha)
+    inner = sparse.coo_array(small[1:-1])  # rows low + 1 .. high - 1
+    rows, cols, vals = [inner.row + low + 1], [inner.col + low], [inner.data]
+    for outside, end, distance in ((np.arange(low + 1), 0, low - np.arange(low + 1)),
+                                   (np.arange(high, n + 1), small.shape[0] - 1, np.arange(high, n + 1) - high)):
+        row = small[[end]]
+        r, c, v = spread_row(g[outside] * alpha**distance, row.indices + low, row.data)
+        rows.append(outside[r])
+        cols.append(c)
+        vals.append(v)
+    remap = sparse.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n + 1, n + 1))
     mechanism = FactoredMechanism.from_remap(n, problem.alpha, remap)
     losses = mechanism.row_losses(problem.loss_rows, support)
     return dataclasses.replace(on_hull, mechanism=mechanism, upper_bound=float(losses.max()), row_losses=losses,

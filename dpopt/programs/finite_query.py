@@ -60,6 +60,12 @@ goal of <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py
   worse (3.3e-5 below). A Dantzig-Wolfe polish seeded with the
   interior point's mechanism and duals (smoothed pricing) stopped at once: HiGHS reports
   "unknown" on that master (entries down to e^-84).
+* *A looser interior point* (2026-11-25, epsilon = 1, same process order): HiGHS's
+  ``ipm_optimality_tolerance`` 1e-6 took the 1044-graph LP from 158 to 82 s and its
+  certified gap from 6.7e-8 to 5.7e-7; 1e-5 gave 76 s and 8.3e-6. Twice as fast for ten
+  times the gap, and still eight times the goal: not adopted. Nor does output column
+  generation apply: with an output left out, the datasets whose value it is pay for it
+  (6 nodes, epsilon = 1: 2.55 with all 16 outputs, 4.21 without the first and last).
 * *Lazy privacy rows on random universes* (2026-11-25), where random values might leave
   most rows slack: they do not. The benchmark's generator at m = 1000, |R| = 50, degree
   10, eps = 1 (497,400 privacy rows): each warm dual-simplex round added every violated

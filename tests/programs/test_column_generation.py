@@ -517,14 +517,51 @@ def test_the_hull_problem_has_the_optimum_of_the_full_problem(case):
         assert smaller.n == max(s) - min(s) and smaller.support == tuple(sorted(v - min(s) for v in s))
 
 
-def test_the_hull_embedding_repeats_the_end_rows_and_shifts_the_outputs():
-    problem = dpopt.CountQuery(n=40, alpha=0.8, loss="absolute", side_information={"lower": 10, "upper": 30})
+@pytest.mark.parametrize("loss", ["absolute", "zero_one"])
+def test_the_hull_embedding_is_the_hull_mechanism_on_s(loss):
+    """On every input of the hull, G T (embedded) releases exactly what G_(b - a) T' (the
+    hull problem's mechanism, shifted) does: checked on the dense matrices."""
+    n, low, high, alpha = 40, 10, 30, 0.8
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information={"lower": low, "upper": high})
     result = solve_by_column_generation(problem)
-    assert "hull 10..30" in result.route
+    assert f"hull {low}..{high}" in result.route
     small = solve_by_column_generation(cg.hull_problem(problem)).mechanism.remap.toarray()
     remap = result.mechanism.remap.toarray()
-    for r in range(41):
-        np.testing.assert_allclose(remap[r, 10:31], small[min(max(r - 10, 0), 20)], atol=1e-15)
-    assert remap[:, :10].sum() == 0 and remap[:, 31:].sum() == 0
+    np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-14)
+    assert remap.min() >= 0 and remap[:, :low].sum() == 0 and remap[:, high + 1:].sum() == 0
+    np.testing.assert_allclose(remap[low + 1:high, low:high + 1], small[1:-1], atol=1e-15)  # inner rows as they are
+    released = geometric_matrix(n, alpha) @ remap
+    on_hull = geometric_matrix(high - low, alpha) @ small
+    np.testing.assert_allclose(released[low:high + 1, low:high + 1], on_hull, atol=1e-13)
+    # the end rows are spread, not repeated: at most (rows + entries of the end row) entries
+    end_entries = np.count_nonzero(small[0]) + np.count_nonzero(small[-1])
+    assert np.count_nonzero(remap[:low + 1]) + np.count_nonzero(remap[high:]) <= (low + 1) + (n + 1 - high) + end_entries
+
+
+@settings(max_examples=60)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30).filter(lambda w: sum(w) > 0),
+       st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=12))
+def test_spread_rows_average_to_the_distribution(weights, masses):
+    weights = np.array(weights)
+    columns = np.random.default_rng(len(masses)).permutation(100)[: len(masses)]
+    rows, cols, vals = cg.spread_row(weights, columns, np.array(masses))
+    t = np.zeros((weights.size, 100))
+    np.add.at(t, (rows, cols), vals)
+    np.testing.assert_allclose(t.sum(axis=1), 1.0, atol=1e-12)
+    assert vals.min() >= 0
+    target = np.zeros(100)
+    target[columns] = np.array(masses) / np.sum(masses)
+    np.testing.assert_allclose(weights @ t / weights.sum(), target, atol=1e-12)
+    assert rows.size <= weights.size + len(masses)
+
+
+def test_the_zero_one_hull_embedding_stays_sparse():
+    # the flow's end rows are dense: repeating them on n/2 rows made the certificate read millions of entries
+    problem = dpopt.CountQuery(n=2000, alpha=0.99, loss="zero_one", side_information={"lower": 0, "upper": 1000})
+    result = solve_by_column_generation(problem)
+    assert result.mechanism.remap.nnz <= 4 * (problem.n + 1) and result.relative_gap <= 1e-9
+
+
+def test_a_loss_table_has_no_hull_problem():
     assert cg.hull_problem(dpopt.CountQuery(n=40, alpha=0.8, loss=np.abs(np.subtract.outer(np.arange(41), np.arange(41))) ** 0.5,
                                             side_information={"lower": 10, "upper": 30})) is None  # a table: not assumed monotone

@@ -74,8 +74,10 @@ def test_the_flow_route_equals_the_gs_lp_and_column_generation(case):
     # the farthest row's share worth alpha^n) the flow can stop that short, and column
     # generation takes over from its support (solve_by_column_generation)
     assert result.within(1e-9, 1e-10)
-    full = cg.solve_by_column_generation(problem)
+    full = cg.solve_by_column_generation(problem, hull=False)  # the same problem the flow solved
     assert full.within(1e-9, 1e-10) and (full.route == "zero-one flow") == closed
+    on_hull = cg.solve_by_column_generation(problem)  # (solves the problem on the hull of S)
+    assert on_hull.within(1e-9, 1e-10) and on_hull.upper_bound == pytest.approx(full.upper_bound, rel=1e-9, abs=2e-10)
     lp = dpopt.solve(problem, "lp")
     scale = abs(result.upper_bound)
     assert abs(result.upper_bound - lp.details["solver_objective"]) <= 1e-8 * scale + 1e-9
