@@ -197,20 +197,27 @@ columns, and the corners ``T[0, 0]``, ``T[n, n]``) did as well at n = 800 and 12
 slowed S = all elsewhere (absolute, alpha = 0.99, n = 2000 +16%; alpha = 0.999, n = 2000
 +16%, n = 5000 144 -> 283 s), so it is not used.
 
-S with a long gap is still slow (alpha = 0.99, n = 5000, in-process): S = 0..500 and
-4500..5000 (no hull to cut) absolute 97 s, squared > 120 s; S = 500..1999 and 3000..4499
-absolute 31 s, squared 15 s; S = a random 10% of the counts squared 32 s (absolute n =
-1000: 1.1 s). Clarabel's masters there need 85-200 iterations (31 at S = all) and stop
-short of its tolerances: even on a master holding the optimal support (+-1) of the first
-case it ran its 200 iterations (9 s) to an objective 2e-7 off, where HiGHS's IPM +
-crossover certified the same master in one round, 7 s. The coupling across the gap is
+S with gaps (2026-11-25, alpha = 0.99, n = 5000, in-process unless said). Clarabel's
+masters need 85-200 iterations where S has gaps (31 at S = all) and stop short of its
+tolerances: even on a master holding the optimal support (+-1) of S = 0..500 and
+4500..5000 it ran its 200 iterations (9 s) to an objective 2e-7 off, where HiGHS's IPM +
+crossover certified the same master in one round, 7 s. So where S has a gap of
+INTERIOR_MAX_GAP noise scales the first master goes to HiGHS (numbers at
+:attr:`_ChainForm.INTERIOR_MAX_GAP`; S = 10%..40% and 60%..90% 31.6 -> 15.5 s absolute, a
+random 10% of the counts 31 -> 7 s squared, S = 0..500 and 4500..5000 absolute 97 -> 41 s).
+Where the gaps are so long that the clusters of S cannot reach each other within the
+tolerance, each cluster is solved alone and the remaps are joined
+(:func:`solve_by_clusters`, certified by the largest of the clusters' lower bounds): alpha =
+0.9, n = 5000, S = 10%..40% and 60%..90% failed before ("Unknown" from every HiGHS route: the
+chains carry values down to alpha^1000 across the gap) and now takes 3.7 s. Still slow: S =
+0..500 and 4500..5000 (absolute 41 s, squared > 300 s): the coupling across that gap is
 real at the certificate's tolerance (the optimum is 1.1e-8 relative above the left
-cluster's alone: the left inputs still see the gap's rows at alpha^2000 ~ 2e-9 times
-distances of ~4000), so the clusters cannot be solved apart. A start from each cluster's
-own optimum (its rows over its hull, the gap's rows its end row's main column, both
-clusters' columns near the gap's middle) with a HiGHS first master took the first case to
-17.6 s (one round; IPX "imprecise", then 17,747 clean-up simplex pivots) but left squared
-loss uncertified (gap 3.7e-8 after 100 s) and slowed the second case (31 -> 35 s, 11
+cluster's alone: the left inputs see the gap's rows at alpha^2000 ~ 2e-9 times distances
+of ~4000), so the clusters cannot be solved apart. A start from each cluster's own
+optimum (its rows over its hull, the gap's rows its end row's main column, both clusters'
+columns near the gap's middle) with a HiGHS first master took that case to 17.6 s (one
+round; IPX "imprecise", then 17,747 clean-up simplex pivots) but left squared loss
+uncertified (gap 3.7e-8 after 100 s) and slowed S = 10%..40% and 60%..90% (31 -> 35 s, 11
 rounds), so it is not used. The chain variables carry values across the gap through
 thousands of factors alpha; a master that jumps a gap in one row is the next thing to try.
 
@@ -387,10 +394,23 @@ class _ChainForm(_Form):
     #: 15 -> 21 s / 39 -> 45 s) and range 200 too (alpha = 0.9, n = 2000: 2.7 -> 3.7 s).
     INTERIOR_COARSE_RANGE: ClassVar[float] = 5.0
     INTERIOR_BAND_RANGE: ClassVar[float] = 400.0
+    #: ... but not where S has a gap of this many noise scales 1 / (1 - alpha): the rows of
+    #: T inside it barely move any loss of S, and Clarabel then needs 85-200 iterations
+    #: (31 at S = all) and still falls short of the certificate, so up to three interior
+    #: masters are followed by HiGHS from scratch anyway. HiGHS's IPM + crossover for the
+    #: first master, then warm primal simplex (alpha = 0.99, n = 5000, one process):
+    #: S = 10%..40% and 60%..90% of n absolute 31.6 -> 15.5 s, squared 15.2 -> 12.4 s; a
+    #: random 10% of the counts absolute 11.1 -> 6.1 s, squared 31.3 -> 7.0 s (n = 1000
+    #: 1.07 -> 0.52 s); two counts absolute 2.4 -> 1.05 s, squared 8.9 -> 0.97 s; S = 0..n/10
+    #: and 9n/10..n absolute 97 -> 40 s. S = the even counts (gaps of 2) keeps the interior
+    #: point: there HiGHS took 2.1 -> 5.7 s (absolute) and 8.3 -> 9.4 s (squared).
+    INTERIOR_MAX_GAP: ClassVar[float] = 0.25
 
     def first_strategy(self, coarse_started: bool = False) -> str:
         if self.alpha < self.IPM_FROM_ALPHA:
             return "primal"
+        if self.support.size > 1 and np.diff(self.support).max() >= self.INTERIOR_MAX_GAP / (1.0 - self.alpha):
+            return "ipm"
         # rounded: 8000 (1 - 0.9) is 799.99... in floating point, and the threshold was
         # missed by it (squared, n = 8000: 53 s for a first master the interior point does in 3)
         scales = round(self.n * (1.0 - self.alpha), 9)
@@ -1422,6 +1442,67 @@ def _embedded(problem: CountQuery, on_hull: ColumnGenerationResult) -> ColumnGen
                                route=f"{on_hull.route} on the hull {low}..{int(support.max())} of S")
 
 
+def decoupled_clusters(problem: CountQuery, tolerance: float) -> list[np.ndarray]:
+    """S split at gaps so long that the two sides cannot reach each other within the tolerance.
+
+    An input left of a gap (a, b) sees the rows of T beyond the gap's middle at total
+    weight below ``alpha^((b - a) / 2) / (1 - alpha)``, and no remap moves its loss by more
+    than the largest loss (n absolute, n^2 squared) per unit of weight, so a gap counts
+    once that product is below the tolerance (absolute loss, n = 5000: alpha = 0.9 g >=
+    660, alpha = 0.99 g >= 6,900). Only a heuristic for when to try: the joined mechanism's
+    bounds are checked exactly (:func:`solve_by_clusters`).
+    """
+    support = np.asarray(problem.support)
+    if support.size < 2:
+        return [support]
+    largest = float(problem.n) ** (2 if problem.loss_name == "squared" else 1)
+    reach = np.log(largest / (1.0 - problem.alpha) / tolerance) / np.log(1.0 / problem.alpha)
+    cuts = np.flatnonzero(np.diff(support) >= 2.0 * reach) + 1
+    return np.split(support, cuts)
+
+
+def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10) -> ColumnGenerationResult | None:
+    """Each cluster of :func:`decoupled_clusters` solved alone, the remaps joined at the gaps'
+    middles; None if S is one cluster or the joined mechanism is not certified.
+
+    Exact certificate: the optimum for S is at least the optimum for any part of S, so the
+    largest of the clusters' lower bounds is a lower bound; the upper bound is the joined
+    mechanism's exact worst loss on S. Where a gap is long enough the two agree within the
+    tolerance; otherwise the caller solves the whole problem (S = 10%..40% and 60%..90% of
+    n = 5000 at alpha = 0.9: HiGHS failed on the whole master, "Unknown" by every route, as
+    the chains carry values down to alpha^1000 ~ 1e-46 across the gap).
+    """
+    if problem.loss_name not in ("absolute", "squared"):  # zero-one: the flow LP has no chains
+        return None
+    parts = decoupled_clusters(problem, tolerance)
+    if len(parts) < 2:
+        return None
+    start = time.perf_counter()
+    n = problem.n
+    results = [solve_by_column_generation(CountQuery(n=n, alpha=problem.alpha, loss=problem.loss_name,
+                                                     side_information=part.tolist()), tolerance=tolerance) for part in parts]
+    middles = [(left[-1] + right[0]) // 2 for left, right in zip(parts, parts[1:])]
+    owner = np.searchsorted(np.asarray(middles), np.arange(n + 1), side="left")  # rows r <= middle: the left cluster
+    pieces = []
+    for c, result in enumerate(results):
+        remap = sparse.coo_array(result.mechanism.remap)
+        mine = owner[remap.row] == c
+        pieces.append((remap.row[mine], remap.col[mine], remap.data[mine]))
+    rows, cols, vals = (np.concatenate(p) for p in zip(*pieces))
+    mechanism = FactoredMechanism.from_remap(n, problem.alpha, sparse.csr_array((vals, (rows, cols)), shape=(n + 1, n + 1)))
+    support = np.asarray(problem.support)
+    losses = mechanism.row_losses(problem.loss_rows, support)
+    upper, lower = float(losses.max()), max(result.lower_bound for result in results)
+    if upper - lower > tolerance * abs(upper) + ABSOLUTE_GAP:
+        return None
+    return ColumnGenerationResult(
+        mechanism=mechanism, lower_bound=lower, upper_bound=upper, rounds=sum(r.rounds for r in results),
+        columns=int(mechanism.remap.nnz), master_objective=upper, row_losses=losses, seconds=time.perf_counter() - start,
+        history=[record for r in results for record in r.history],
+        route=f"{len(parts)} clusters of S solved apart ({results[0].route}, ...)",
+    )
+
+
 def solve_by_column_generation(
     problem: CountQuery,
     *,
@@ -1432,6 +1513,7 @@ def solve_by_column_generation(
     coarse: bool = True,
     flow: bool = True,
     hull: bool = True,
+    split: bool = True,
 ) -> ColumnGenerationResult:
     """The exact minimax-optimal mechanism as ``G T`` (see the module docstring).
 
@@ -1459,6 +1541,9 @@ def solve_by_column_generation(
         Where S does not reach both ends of 0..n (named losses), solve the problem on the
         hull of S instead and embed it (:func:`hull_problem`, exact); False: the full
         problem (an independent route, for tests).
+    split : bool
+        Where S falls into clusters too far apart to interact within the tolerance, solve
+        each alone and join them (:func:`solve_by_clusters`, certified); False: never.
 
     Raises
     ------
@@ -1473,11 +1558,15 @@ def solve_by_column_generation(
     smaller = hull_problem(problem) if hull else None
     if smaller is not None:
         on_hull = solve_by_column_generation(smaller, tolerance=tol, band=band, max_rounds=max_rounds,
-                                             progress=progress, coarse=coarse, flow=flow)
+                                             progress=progress, coarse=coarse, flow=flow, split=split)
         return _embedded(problem, on_hull)
     certified = identity_certificate(problem, tolerance=tol)
     if certified is not None:
         return certified
+    if split:
+        apart = solve_by_clusters(problem, tolerance=tol)
+        if apart is not None:
+            return apart
     flow_support = None
     if flow and problem.loss_name == "zero_one":
         flow_result, closed = solve_zero_one_by_flow(problem, tolerance=tol)

@@ -434,6 +434,14 @@ def test_the_first_master_is_interior_where_it_is_likely_optimal():
     assert 4000 * (1 - 0.9) < 400 and first(4000, 0.9) == "interior" and first(8000, 0.9) == "interior"
     assert first(1000, 0.99, coarse_started=True) == "interior" and first(2000, 0.999, coarse_started=True) == "ipm"
 
+    def gapped(n, alpha, side):
+        return _form_for(dpopt.CountQuery(n=n, alpha=alpha, loss="squared", side_information=side)).first_strategy(True)
+
+    # a gap of INTERIOR_MAX_GAP noise scales (25 counts at alpha = 0.99) sends the first master to HiGHS
+    assert gapped(1000, 0.99, list(range(0, 501)) + list(range(525, 1001))) == "ipm"
+    assert gapped(1000, 0.99, list(range(0, 501)) + list(range(524, 1001))) == "interior"
+    assert gapped(1000, 0.99, list(range(0, 1001, 2))) == "interior"  # the even counts
+
 
 @pytest.mark.parametrize("loss", ["absolute", "squared"])
 def test_the_mirrored_extension_start_reaches_the_same_certified_optimum(monkeypatch, loss):
@@ -565,3 +573,39 @@ def test_the_zero_one_hull_embedding_stays_sparse():
 def test_a_loss_table_has_no_hull_problem():
     assert cg.hull_problem(dpopt.CountQuery(n=40, alpha=0.8, loss=np.abs(np.subtract.outer(np.arange(41), np.arange(41))) ** 0.5,
                                             side_information={"lower": 10, "upper": 30})) is None  # a table: not assumed monotone
+
+
+# -- side information in clusters too far apart to interact ----------------------------------
+
+
+def test_decoupled_clusters_cut_only_gaps_beyond_reach():
+    problem = dpopt.CountQuery(n=400, alpha=0.6, loss="absolute", side_information=list(range(0, 41)) + list(range(200, 401)))
+    parts = cg.decoupled_clusters(problem, 1e-10)
+    assert [(p[0], p[-1]) for p in parts] == [(0, 40), (200, 400)]
+    near = dpopt.CountQuery(n=400, alpha=0.6, loss="absolute", side_information=list(range(0, 41)) + list(range(140, 401)))
+    assert len(cg.decoupled_clusters(near, 1e-10)) == 1  # a gap of 100 < 2 x reach (~59 at alpha = 0.6)
+    assert len(cg.decoupled_clusters(dpopt.CountQuery(n=5000, alpha=0.99, loss="absolute",
+                                                      side_information=list(range(501)) + list(range(4500, 5001))), 1e-10)) == 1
+
+
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+def test_clusters_solved_apart_are_certified_and_equal_the_whole_problem(loss):
+    n, alpha, s = 160, 0.3, list(range(0, 11)) + list(range(70, 81)) + list(range(140, 161))
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=s)
+    apart = solve_by_column_generation(problem)
+    assert "3 clusters" in apart.route and apart.relative_gap <= 1e-9
+    assert apart.mechanism.certificate(problem.epsilon).ok
+    whole = solve_by_column_generation(problem, split=False, hull=False)  # an independent route
+    assert "clusters" not in whole.route and whole.relative_gap <= 1e-9
+    assert apart.upper_bound == pytest.approx(whole.upper_bound, rel=2e-9)
+    assert apart.lower_bound <= whole.upper_bound * (1 + 1e-12) and whole.lower_bound <= apart.upper_bound * (1 + 1e-12)
+    # the upper bound is the joined mechanism's exact worst loss on S
+    released = geometric_matrix(n, alpha) @ apart.mechanism.remap.toarray()
+    assert apart.upper_bound == pytest.approx((released * loss_table(loss, n)).sum(axis=1)[s].max(), rel=1e-12)
+
+
+def test_clusters_too_close_fall_back_to_the_whole_problem():
+    problem = dpopt.CountQuery(n=60, alpha=0.5, loss="absolute", side_information=[0, 1, 2, 30, 31, 58, 59, 60])
+    assert cg.solve_by_clusters(problem) is None or cg.solve_by_clusters(problem).relative_gap <= 1e-9
+    result = solve_by_column_generation(problem)
+    assert result.relative_gap <= 1e-9
