@@ -1298,6 +1298,13 @@ def one_sided_means(coarse_means: np.ndarray, n: int, k: int) -> tuple[np.ndarra
     return rows, np.clip(from_left[rows], 0, n), np.clip(from_right[rows], 0, n)
 
 
+def evaluated(problem: CountQuery, remap: sparse.csr_array) -> tuple[FactoredMechanism, np.ndarray]:
+    """``G T`` for the remap T (clipped and renormalised by :class:`FactoredMechanism`) and
+    its exact expected loss on every input of S: what every upper bound here is read from."""
+    mechanism = FactoredMechanism.from_remap(problem.n, problem.alpha, remap)
+    return mechanism, mechanism.row_losses(problem.loss_rows, np.asarray(problem.support))
+
+
 def identity_certificate(problem: CountQuery, *, tolerance: float = 1e-10) -> ColumnGenerationResult | None:
     """Zero-one loss, S = all: the geometric mechanism itself, certified optimal without a master, or None.
 
@@ -1321,9 +1328,7 @@ def identity_certificate(problem: CountQuery, *, tolerance: float = 1e-10) -> Co
     lam /= lam.sum()
     identity = sparse.eye_array(n + 1, format="csr")
     lower = _price_zero_one(problem, lam, identity).lower_bound
-    mechanism = FactoredMechanism.from_remap(n, alpha, identity)
-    support = np.array(problem.support)
-    losses = mechanism.row_losses(problem.loss_rows, support)
+    mechanism, losses = evaluated(problem, identity)
     upper = float(losses.max())
     if upper - lower > tolerance * abs(upper) + ABSOLUTE_GAP:
         return None
@@ -1341,12 +1346,10 @@ def solve_zero_one_by_flow(problem: CountQuery, *, tolerance: float = 1e-10) -> 
     (if not, the caller goes on with column generation from the flow's support).
     """
     start = time.perf_counter()
-    n, alpha = problem.n, problem.alpha
+    alpha = problem.alpha
     flow = solve_flow_program(problem)
     remap = remap_from_flows(alpha, flow.supply, flow.right, flow.left)
-    mechanism = FactoredMechanism.from_remap(n, alpha, remap)
-    support = np.array(problem.support)
-    losses = mechanism.row_losses(problem.loss_rows, support)
+    mechanism, losses = evaluated(problem, remap)
     upper = float(losses.max())
     lower = _price_zero_one(problem, flow.lam, mechanism.remap).lower_bound
     result = ColumnGenerationResult(mechanism=mechanism, lower_bound=lower, upper_bound=upper, rounds=1,
@@ -1436,10 +1439,9 @@ def _embedded(problem: CountQuery, on_hull: ColumnGenerationResult) -> ColumnGen
         cols.append(c)
         vals.append(v)
     remap = sparse.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n + 1, n + 1))
-    mechanism = FactoredMechanism.from_remap(n, problem.alpha, remap)
-    losses = mechanism.row_losses(problem.loss_rows, support)
+    mechanism, losses = evaluated(problem, remap)
     return dataclasses.replace(on_hull, mechanism=mechanism, upper_bound=float(losses.max()), row_losses=losses,
-                               route=f"{on_hull.route} on the hull {low}..{int(support.max())} of S")
+                               route=f"{on_hull.route} on the hull {low}..{high} of S")
 
 
 def decoupled_clusters(problem: CountQuery, tolerance: float) -> list[np.ndarray]:
@@ -1489,9 +1491,7 @@ def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10) -> Colum
         mine = owner[remap.row] == c
         pieces.append((remap.row[mine], remap.col[mine], remap.data[mine]))
     rows, cols, vals = (np.concatenate(p) for p in zip(*pieces))
-    mechanism = FactoredMechanism.from_remap(n, problem.alpha, sparse.csr_array((vals, (rows, cols)), shape=(n + 1, n + 1)))
-    support = np.asarray(problem.support)
-    losses = mechanism.row_losses(problem.loss_rows, support)
+    mechanism, losses = evaluated(problem, sparse.csr_array((vals, (rows, cols)), shape=(n + 1, n + 1)))
     upper, lower = float(losses.max()), max(result.lower_bound for result in results)
     if upper - lower > tolerance * abs(upper) + ABSOLUTE_GAP:
         return None
@@ -1612,8 +1612,7 @@ def solve_by_column_generation(
     def exact_upper(values: np.ndarray) -> float:
         """The worst loss of the remap ``values`` (the master's columns), clipped and renormalised."""
         padded = np.concatenate([values, np.zeros(master.t_rows.size - values.size)])
-        mechanism = FactoredMechanism.from_remap(n, problem.alpha, master.remap(padded))
-        return float(mechanism.row_losses(problem.loss_rows, support).max())
+        return float(evaluated(problem, master.remap(padded))[1].max())
 
     master.start_from_identity()
     strategy, refreshes, interior_rounds = master.form.first_strategy(coarse_started=predicted is not None), 0, 0
@@ -1692,8 +1691,7 @@ def solve_by_column_generation(
         incumbent = incumbent if exact is None else exact[0]
     # columns added after the last solved master are 0
     values = np.concatenate([incumbent, np.zeros(master.t_rows.size - incumbent.size)])
-    mechanism = FactoredMechanism.from_remap(n, problem.alpha, master.remap(values))
-    losses = mechanism.row_losses(problem.loss_rows, support)
+    mechanism, losses = evaluated(problem, master.remap(values))
     return ColumnGenerationResult(
         mechanism=mechanism,
         lower_bound=best_lower,
