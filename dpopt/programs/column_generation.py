@@ -284,6 +284,10 @@ INF = highspy.kHighsInf
 NEARBY_WIDTH = 3
 #: Master entries of dense (user table) columns at or below this are left out.
 DENSE_DROP = 1e-12
+#: S "has a gap" where two neighbours in S are this many noise scales 1 / (1 - alpha) apart:
+#: the first chain master then goes to HiGHS (measured at :attr:`_ChainForm.INTERIOR_MAX_GAP`)
+#: and every master's claimed optimum is checked against the exact loss of its remap.
+INTERIOR_MAX_GAP = 0.25
 
 
 # ---------------------------------------------------------------------------
@@ -340,6 +344,9 @@ class _Form(ABC):
         self.row_lower: list[float] = []
         self.row_upper: list[float] = []
         self.conv = self._rows(self.n + 1, 1.0, 1.0)
+        #: whether S has a gap of INTERIOR_MAX_GAP noise scales (where the chains carry tiny
+        #: values across it and HiGHS's optima are checked against the exact loss)
+        self.gapped = bool(self.support.size > 1 and np.diff(self.support).max() >= INTERIOR_MAX_GAP / (1.0 - self.alpha))
 
     def _rows(self, count: int, lower: float, upper: float) -> np.ndarray:
         first = len(self.row_lower)
@@ -429,12 +436,12 @@ class _ChainForm(_Form):
     #: 1.07 -> 0.52 s); two counts absolute 2.4 -> 1.05 s, squared 8.9 -> 0.97 s; S = 0..n/10
     #: and 9n/10..n absolute 97 -> 40 s. S = the even counts (gaps of 2) keeps the interior
     #: point: there HiGHS took 2.1 -> 5.7 s (absolute) and 8.3 -> 9.4 s (squared).
-    INTERIOR_MAX_GAP: ClassVar[float] = 0.25
+    INTERIOR_MAX_GAP: ClassVar[float] = INTERIOR_MAX_GAP
 
     def first_strategy(self, coarse_started: bool = False) -> str:
         if self.alpha < self.IPM_FROM_ALPHA:
             return "primal"
-        if self.support.size > 1 and np.diff(self.support).max() >= self.INTERIOR_MAX_GAP / (1.0 - self.alpha):
+        if self.gapped:
             return "ipm"
         # rounded: 8000 (1 - 0.9) is 799.99... in floating point, and the threshold was
         # missed by it (squared, n = 8000: 53 s for a first master the interior point does in 3)
@@ -1798,13 +1805,16 @@ def solve_by_column_generation(
                 # an interior optimum is only accurate to ~1e-10: the stopping test takes
                 # the exact loss of the remap that would be returned
                 objective = exact_upper(values)
-        if objective - best_lower <= allowed and solved_by != "interior":
+        if objective - best_lower <= allowed and solved_by != "interior" and master.form.gapped:
             # HiGHS's optimum can be off where chains carry tiny values across a gap of S
             # (n = 119, alpha = 0.75, squared, S = both ends: a master optimum reported below
             # the lower bound, and the remap's exact loss 4.4e-8 above it), so before
             # stopping, the exact loss of the remap that would be returned is checked
-            if not polished:
-                polished = polish()
+            # (only there: it costs ~1 s at n = 10,000)
+            if not polished:  # the basis's exact remap (its duals are priced only if needed)
+                exact_solution = master.basic_solution()
+                if exact_solution is not None:
+                    incumbent, polished = exact_solution[0], True
             exact = exact_upper(incumbent)
             if exact - best_lower > SETTLED_FACTOR * allowed:
                 objective = exact
@@ -1816,7 +1826,7 @@ def solve_by_column_generation(
         if objective - best_lower <= allowed:
             break
         added = add_priced(pricing, allowed)
-        if added == 0 and not polished and polish():
+        if added == 0 and master.form.gapped and exact_pricing is None and polish():
             # HiGHS's duals price nothing out, yet the gap is open: the basis's exact duals
             # may (S in two clusters bridged, n = 75, alpha = 0.6, squared: stuck 2e-7 apart)
             added = add_priced(exact_pricing, allowed)
@@ -1831,7 +1841,7 @@ def solve_by_column_generation(
             refreshes += 1
             # after an IPM + crossover, first the warm primal simplex from its basis (the
             # same IPM again gave the same point: bridged S = both ends, 2 x 4.3 s for nothing)
-            strategy = "primal" if refreshes == 1 and solved_by.endswith("ipm") and master.has_basis else "ipm"
+            strategy = "primal" if refreshes == 1 and master.form.gapped and solved_by.endswith("ipm") and master.has_basis else "ipm"
     if not (failure or polished):
         exact = master.basic_solution()
         incumbent = incumbent if exact is None else exact[0]
