@@ -1369,6 +1369,62 @@ def identity_certificate(problem: CountQuery, *, tolerance: float = 1e-10) -> Co
                                   history=[], route="identity certificate")
 
 
+def two_count_threshold(problem: CountQuery, *, tolerance: float = 1e-10) -> ColumnGenerationResult | None:
+    """Absolute or zero-one loss, S two counts a < b: the optimal remap in closed form, or None.
+
+    Every output between a and b costs the pair ``(w_a (r' - a), w_b (b - r'))`` for a row
+    with weights ``w_i = G[i, r]``, a point on the segment between mapping to a and mapping
+    to b, and outputs beyond them are dominated: so an optimal T maps each row to a or b
+    (zero-one loss: any other output costs both; below, ``b - a`` is then 1).
+    Row r sent to b costs input a ``(b - a) w_a(r)`` and saves input b ``(b - a) w_b(r)``, a
+    ratio ``alpha^(|b - r| - |a - r|)`` that falls with r: the minimax sends rows 0..s - 1 to a,
+    s + 1..n to b and splits row s so that the two losses are equal. The lower bound is the
+    Lagrangian bound at the multipliers on which row s is indifferent (``lambda_a w_a(s) =
+    lambda_b w_b(s)``): ``(b - a) sum_r min(lambda_a w_a(r), lambda_b w_b(r))``; the upper bound
+    is the exact loss of the remap; None if they disagree. Column generation needed this where
+    the optimum is near 0 (b - a = 5000, alpha = 0.99: 5e-8, left 43% apart by HiGHS's
+    tolerances and the pricing's 1e-14 cancellation).
+    """
+    support = problem.support
+    if problem.loss_name not in ("absolute", "zero_one") or len(support) != 2:
+        return None
+    start = time.perf_counter()
+    n, alpha = problem.n, problem.alpha
+    a, b = int(support[0]), int(support[1])
+    price = float(b - a) if problem.loss_name == "absolute" else 1.0  # what either input pays for the other's count
+    rows = np.arange(n + 1)
+    g = column_weights(n, alpha)
+    to_a, to_b = g * alpha ** np.abs(rows - a), g * alpha ** np.abs(rows - b)  # G[a, r], G[b, r]
+    # rows r < s to a, r > s to b: loss of a is the weight of a beyond s, loss of b that of b before s
+    beyond_a = np.concatenate([np.cumsum(to_a[::-1])[::-1][1:], [0.0]])
+    before_b = np.concatenate([[0.0], np.cumsum(to_b)[:-1]])
+    # the first row whose sending to a in full already costs b at least what a pays
+    s = int(np.argmax(before_b + to_b >= beyond_a))
+    # row s: a fraction f to a equalises (1 - f) G[a, s] + beyond_a = before_b + f G[b, s]
+    f = float(np.clip((to_a[s] + beyond_a[s] - before_b[s]) / (to_a[s] + to_b[s]), 0.0, 1.0))
+    cols = np.where(rows < s, a, b)
+    remap_rows, remap_cols, remap_vals = [rows], [cols], [np.ones(n + 1)]
+    remap_vals[0][s] = 1.0 - f
+    remap_rows.append(np.array([s]))
+    remap_cols.append(np.array([a]))
+    remap_vals.append(np.array([f]))
+    remap = sparse.csr_array((np.concatenate(remap_vals), (np.concatenate(remap_rows), np.concatenate(remap_cols))),
+                             shape=(n + 1, n + 1))
+    mechanism, losses = evaluated(problem, remap)
+    # multipliers (theta, 1 - theta) on (a, b) with row s indifferent; the Lagrangian row
+    # minimum over all r' is at a or b (the cost is convex piecewise linear in r' with kinks
+    # only there), so the bound is a sum of minima, free of the cancellation in the general
+    # pricing's moments (about 1e-14 absolute, the size of this optimum at b - a = 5000)
+    theta = to_b[s] / (to_a[s] + to_b[s])
+    lower = float(price * np.minimum(theta * to_a, (1.0 - theta) * to_b).sum())
+    upper = float(losses.max())
+    if upper - lower > tolerance * abs(upper) + ABSOLUTE_GAP:
+        return None
+    return ColumnGenerationResult(mechanism=mechanism, lower_bound=lower, upper_bound=upper, rounds=0, columns=int(remap.nnz),
+                                  master_objective=upper, row_losses=losses, seconds=time.perf_counter() - start,
+                                  history=[], route="two counts: threshold remap")
+
+
 def solve_zero_one_by_flow(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[ColumnGenerationResult, bool]:
     """Zero-one loss: the optimum from the O(n) flow LP (:mod:`dpopt.programs.zero_one_flow`), certified.
 
@@ -1685,7 +1741,7 @@ def solve_by_column_generation(
         on_hull = solve_by_column_generation(smaller, tolerance=tol, band=band, max_rounds=max_rounds,
                                              progress=progress, coarse=coarse, flow=flow, split=split)
         return _embedded(problem, on_hull)
-    certified = identity_certificate(problem, tolerance=tol)
+    certified = identity_certificate(problem, tolerance=tol) or two_count_threshold(problem, tolerance=tol)
     if certified is not None:
         return certified
     if split:

@@ -10,7 +10,7 @@ from scipy import sparse
 
 import dpopt
 from dpopt.losses import loss_table
-from dpopt.mechanisms.geometric import geometric_matrix
+from dpopt.mechanisms.geometric import column_weights, geometric_matrix
 from dpopt.programs import column_generation as cg
 from dpopt.programs.column_generation import _form_for, solve_by_column_generation
 from dpopt.validation import SolverError
@@ -684,3 +684,40 @@ def test_clusters_too_close_fall_back_to_the_whole_problem():
     assert cg.solve_by_clusters(problem) is None or cg.solve_by_clusters(problem).relative_gap <= 1e-9
     result = solve_by_column_generation(problem)
     assert result.relative_gap <= 1e-9
+
+
+# -- two counts, absolute loss: the threshold remap ---------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.05, 0.95), st.sampled_from(["absolute", "zero_one"]),
+                                                      st.lists(st.integers(0, n), min_size=2, max_size=2, unique=True))))
+def test_two_counts_threshold_equals_the_gs_lp(case):
+    n, alpha, loss, pair = case
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=sorted(pair))
+    result = cg.two_count_threshold(problem)
+    assert result is not None and result.within(1e-12, 1e-15)
+    lp = dpopt.solve(problem, "lp")  # an independent route: the direct GS LP
+    assert result.upper_bound == pytest.approx(lp.details["solver_objective"], rel=1e-8, abs=1e-9)
+    assert result.mechanism.certificate(problem.epsilon).ok
+    # every row maps to the two counts, at most one row split
+    remap = result.mechanism.remap.toarray()
+    assert set(np.flatnonzero(remap.sum(axis=0))) <= set(pair) and (np.count_nonzero(remap, axis=1) > 1).sum() <= 1
+
+
+@pytest.mark.parametrize("n, alpha", [(1000, 0.99), (600, 0.9), (2000, 0.999)])
+def test_two_counts_bound_agrees_with_the_general_pricing(n, alpha):
+    # where the optimum is not near 0 the general pricing (moments) is accurate: same bound
+    a, b = n // 4, 3 * n // 4
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss="absolute", side_information=[a, b])
+    result = cg.two_count_threshold(problem)
+    g = column_weights(n, alpha)
+    s = int(np.flatnonzero(np.count_nonzero(result.mechanism.remap.toarray(), axis=1) > 1)[0])
+    to_a, to_b = g[s] * alpha ** abs(s - a), g[s] * alpha ** abs(s - b)
+    lam = np.zeros(n + 1)
+    lam[[a, b]] = to_b / (to_a + to_b), to_a / (to_a + to_b)
+    priced = cg._price(problem, lam, sparse.eye_array(n + 1, format="csr")).lower_bound
+    assert priced == pytest.approx(result.lower_bound, rel=1e-10)
+    assert result.relative_gap <= 1e-12
+    # and through the default route (the hull, then this)
+    assert "two counts" in solve_by_column_generation(problem).route
