@@ -246,6 +246,14 @@ those problems as well (chains carrying alpha^gap < 1e-12), and any master's sto
 test is now checked against the exact loss of the remap it would return (it had stopped
 with HiGHS's optimum below the lower bound and the remap 4.4e-8 above it).
 
+Two counts (2026-11-25). With |S| = 2 the Lagrangian dual is one-dimensional, and the
+masters were the weak route there: S = {n/4, 3n/4}, alpha = 0.99, n = 10,000 ended
+uncertified (absolute: upper bound 67% above the optimum 3.06e-8; squared: 1.3e-4 apart
+after 98 s), as HiGHS's tolerances and the moments' cancellation in the pricing (~1e-14
+absolute) are the size of such optima. :func:`two_count_threshold` (absolute, zero-one: a
+threshold remap in closed form) and :func:`two_count_bisection` (squared: bisection on the
+dual) are exact in 2.6 and 1.9 s, their bounds sums of non-negative terms.
+
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
 n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round
@@ -1425,6 +1433,67 @@ def two_count_threshold(problem: CountQuery, *, tolerance: float = 1e-10) -> Col
                                   history=[], route="two counts: threshold remap")
 
 
+def two_count_bisection(problem: CountQuery, *, tolerance: float = 1e-10, iterations: int = 64) -> ColumnGenerationResult | None:
+    """Squared loss, S two counts a < b: the one-dimensional Lagrangian dual, or None.
+
+    With multipliers ``(theta, 1 - theta)`` on (a, b), row r's Lagrangian cost of output r'
+    is ``u (r' - a)^2 + v (b - r')^2`` (``u = theta G[a, r]``, ``v = (1 - theta) G[b, r]``),
+    least at the integer next to the weighted mean ``(u a + v b) / (u + v)``, evaluated as
+    that sum of non-negative terms (the general pricing's moments cancel: at n = 10,000 its
+    bound came out 1e-11 above this optimum of 1.2e-4). h(theta), the sum of the row minima,
+    is a lower bound for every theta; its minimiser T(theta) has ``E_a >= E_b`` below the dual
+    optimum and ``E_a <= E_b`` above it. Bisection brackets it to machine precision; the
+    minimisers on either side, mixed so that the two losses are equal, give the upper bound.
+    None if the bounds disagree. S = {n/4, 3n/4}, alpha = 0.99, n = 10,000: column
+    generation ended 1.3e-4 apart after 98 s.
+    """
+    support = problem.support
+    if problem.loss_name != "squared" or len(support) != 2:
+        return None
+    start = time.perf_counter()
+    n, alpha = problem.n, problem.alpha
+    a, b = int(support[0]), int(support[1])
+    rows = np.arange(n + 1)
+    g = column_weights(n, alpha)
+    to_a, to_b = g * alpha ** np.abs(rows - a), g * alpha ** np.abs(rows - b)  # G[a, r], G[b, r]
+    best_lower = -np.inf
+
+    def minimiser(theta: float) -> tuple[sparse.csr_array, float]:
+        nonlocal best_lower
+        u, v = theta * to_a, (1.0 - theta) * to_b
+        weight = u + v
+        centre = np.divide(u * a + v * b, weight, out=np.full(n + 1, float(a)), where=weight > 0)
+        candidates = np.clip(np.stack([np.floor(centre), np.ceil(centre)]), 0, n)
+        costs = u * (candidates - a) ** 2 + v * (b - candidates) ** 2
+        pick = np.argmin(costs, axis=0)
+        best_lower = max(best_lower, float(costs[pick, rows].sum()))
+        remap = sparse.csr_array((np.ones(n + 1), (rows, candidates[pick, rows].astype(np.int64))), shape=(n + 1, n + 1))
+        losses = evaluated(problem, remap)[1]
+        return remap, float(losses[0] - losses[1])  # E_a - E_b
+
+    low, high = 0.0, 1.0
+    (remap_low, excess_low), (remap_high, excess_high) = minimiser(low), minimiser(high)
+    for _ in range(iterations):
+        middle = 0.5 * (low + high)
+        if not low < middle < high:
+            break
+        remap, excess = minimiser(middle)
+        if excess > 0:
+            low, remap_low, excess_low = middle, remap, excess
+        else:
+            high, remap_high, excess_high = middle, remap, excess
+    share = excess_high / (excess_high - excess_low) if excess_low != excess_high else 1.0  # of remap_low
+    remap = (share * remap_low + (1.0 - share) * remap_high).tocsr()
+    remap.eliminate_zeros()
+    mechanism, losses = evaluated(problem, remap)
+    upper = float(losses.max())
+    if upper - best_lower > tolerance * abs(upper) + ABSOLUTE_GAP:
+        return None
+    return ColumnGenerationResult(mechanism=mechanism, lower_bound=best_lower, upper_bound=upper, rounds=0, columns=int(remap.nnz),
+                                  master_objective=upper, row_losses=losses, seconds=time.perf_counter() - start,
+                                  history=[], route="two counts: Lagrangian bisection")
+
+
 def solve_zero_one_by_flow(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[ColumnGenerationResult, bool]:
     """Zero-one loss: the optimum from the O(n) flow LP (:mod:`dpopt.programs.zero_one_flow`), certified.
 
@@ -1691,6 +1760,7 @@ def solve_by_column_generation(
     hull: bool = True,
     split: bool = True,
     initial: tuple[np.ndarray, np.ndarray] | None = None,
+    closed_forms: bool = True,
 ) -> ColumnGenerationResult:
     """The exact minimax-optimal mechanism as ``G T`` (see the module docstring).
 
@@ -1722,6 +1792,10 @@ def solve_by_column_generation(
         Where S falls into clusters too far apart to interact within the tolerance, solve
         each alone and join them, bridged by the whole problem's master where they
         interact (:func:`solve_by_clusters`); False: never.
+    closed_forms : bool
+        Take the closed forms where they apply and certify (:func:`identity_certificate`,
+        :func:`two_count_threshold`, :func:`two_count_bisection`); False: column generation
+        (an independent route, for tests).
     initial : (rows, targets), optional
         The first master's columns ``T[rows[k], targets[k]]`` (with the diagonal, or the
         band if given) instead of the band and the coarse start.
@@ -1738,12 +1812,14 @@ def solve_by_column_generation(
     max_rounds = check_int(max_rounds, "max_rounds", "column generation", low=1)
     smaller = hull_problem(problem) if hull else None
     if smaller is not None:
-        on_hull = solve_by_column_generation(smaller, tolerance=tol, band=band, max_rounds=max_rounds,
-                                             progress=progress, coarse=coarse, flow=flow, split=split)
+        on_hull = solve_by_column_generation(smaller, tolerance=tol, band=band, max_rounds=max_rounds, progress=progress,
+                                             coarse=coarse, flow=flow, split=split, closed_forms=closed_forms)
         return _embedded(problem, on_hull)
-    certified = identity_certificate(problem, tolerance=tol) or two_count_threshold(problem, tolerance=tol)
-    if certified is not None:
-        return certified
+    if closed_forms:
+        certified = (identity_certificate(problem, tolerance=tol) or two_count_threshold(problem, tolerance=tol)
+                     or two_count_bisection(problem, tolerance=tol))
+        if certified is not None:
+            return certified
     if split:
         apart = solve_by_clusters(problem, tolerance=tol, max_rounds=max_rounds, progress=progress)
         if apart is not None:

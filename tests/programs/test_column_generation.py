@@ -690,19 +690,30 @@ def test_clusters_too_close_fall_back_to_the_whole_problem():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.05, 0.95), st.sampled_from(["absolute", "zero_one"]),
+@given(st.integers(1, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.05, 0.95), st.sampled_from(["absolute", "zero_one", "squared"]),
                                                       st.lists(st.integers(0, n), min_size=2, max_size=2, unique=True))))
-def test_two_counts_threshold_equals_the_gs_lp(case):
+def test_two_counts_in_closed_form_equal_the_gs_lp(case):
     n, alpha, loss, pair = case
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=sorted(pair))
-    result = cg.two_count_threshold(problem)
+    result = cg.two_count_threshold(problem) if loss != "squared" else cg.two_count_bisection(problem)
     assert result is not None and result.within(1e-12, 1e-15)
     lp = dpopt.solve(problem, "lp")  # an independent route: the direct GS LP
     assert result.upper_bound == pytest.approx(lp.details["solver_objective"], rel=1e-8, abs=1e-9)
+    assert result.lower_bound <= lp.objective * (1 + 1e-9) + 1e-9
     assert result.mechanism.certificate(problem.epsilon).ok
-    # every row maps to the two counts, at most one row split
-    remap = result.mechanism.remap.toarray()
-    assert set(np.flatnonzero(remap.sum(axis=0))) <= set(pair) and (np.count_nonzero(remap, axis=1) > 1).sum() <= 1
+    if loss != "squared":  # every row maps to the two counts, at most one row split
+        remap = result.mechanism.remap.toarray()
+        assert set(np.flatnonzero(remap.sum(axis=0))) <= set(pair) and (np.count_nonzero(remap, axis=1) > 1).sum() <= 1
+
+
+def test_two_counts_squared_bound_agrees_with_the_general_pricing():
+    n, alpha, a, b = 1000, 0.99, 250, 750  # an optimum of ~8000: the general pricing is accurate here
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss="squared", side_information=[a, b])
+    result = cg.two_count_bisection(problem)
+    assert result.relative_gap <= 1e-12
+    whole = solve_by_column_generation(problem, hull=False, closed_forms=False)  # an independent route
+    assert "two counts" not in whole.route and whole.relative_gap <= 1e-9
+    assert whole.lower_bound <= result.upper_bound * (1 + 1e-12) and result.lower_bound <= whole.upper_bound * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("n, alpha", [(1000, 0.99), (600, 0.9), (2000, 0.999)])
