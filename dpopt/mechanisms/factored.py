@@ -35,11 +35,15 @@ def group_ranks(sizes: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ColumnLogValues:
-    """``log_value[k] = ln x[row[k], column[k]]``, grouped by column, rows ascending."""
+    """``log_value[k] = ln x[row[k], column[k]]``, grouped by column, rows ascending (a row
+    is repeated where a long column's span is cut into overlapping pieces); ``span_head`` and
+    ``span_tail`` mark the first and last row of the column's whole span."""
 
     column: np.ndarray
     row: np.ndarray
     log_value: np.ndarray
+    span_head: np.ndarray
+    span_tail: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,8 +113,10 @@ class FactoredMechanism:
         ``sum_r g_r alpha^|i-r| T[r, c]`` shrinks by the same factor), so only the span
         ``a..b`` needs computing: ``sum_c (b_c - a_c + 1) nnz_c`` log-sum-exps, O(nnz)
         for a banded T, instead of (n+1) nnz. Log space keeps entries far from the
-        diagonal (alpha^|i-r| below 1e-308) exact in ratio. Yields groups of whole
-        columns of at most about ``budget`` terms each.
+        diagonal (alpha^|i-r| below 1e-308) exact in ratio. Yields groups of columns of
+        at most about ``budget`` terms each; a column larger than that alone comes in
+        pieces of its span that overlap by one row (``span_head``/``span_tail`` mark its
+        true ends).
         """
         t = self.remap.tocsc()
         t.sort_indices()
@@ -118,47 +124,60 @@ class FactoredMechanism:
         nonempty = np.flatnonzero(counts)
         first = t.indices[t.indptr[nonempty]]
         span = t.indices[t.indptr[nonempty + 1] - 1] - first + 1
-        work = np.cumsum(span * counts[nonempty])
+        # a column whose span x entries exceeds the budget is cut into pieces of rows that
+        # overlap by one row, so every adjacent pair still lies in one piece (two counts far
+        # apart, n = 10,000: one column of 5000 entries over 5000 rows took 955 MB at once)
+        piece_rows = np.where(span * counts[nonempty] > budget, np.maximum(2, budget // np.maximum(counts[nonempty], 1)), span)
+        pieces = np.where(span > piece_rows, -(-(span - 1) // np.maximum(piece_rows - 1, 1)), 1)
+        piece_col = np.repeat(np.arange(nonempty.size), pieces)
+        piece_start = first[piece_col] + group_ranks(pieces) * (piece_rows[piece_col] - 1)
+        piece_size = np.minimum(piece_rows[piece_col], first[piece_col] + span[piece_col] - piece_start)
+        work = np.cumsum(piece_size * counts[nonempty[piece_col]])
         base = np.log(column_weights(self.n, self.alpha))[t.indices] + np.log(t.data)
         log_alpha = np.log(self.alpha)
         lo = 0
-        while lo < nonempty.size:
+        while lo < piece_col.size:
             done = work[lo - 1] if lo else 0
             hi = max(lo + 1, int(np.searchsorted(work, done + budget, side="right")))
-            cols = np.arange(lo, hi)
-            group_col = np.repeat(cols, span[cols])  # one group per (column, i in its span)
-            group_i = first[group_col] + group_ranks(span[cols])
+            chosen = np.arange(lo, hi)
+            group_piece = np.repeat(chosen, piece_size[chosen])  # one group per (piece, i in it)
+            group_col = piece_col[group_piece]
+            group_i = piece_start[group_piece] + group_ranks(piece_size[chosen])
             sizes = counts[nonempty[group_col]]
             entry = t.indptr[nonempty[np.repeat(group_col, sizes)]] + group_ranks(sizes)
             values = base[entry] + np.abs(np.repeat(group_i, sizes) - t.indices[entry]) * log_alpha
             starts = np.cumsum(sizes) - sizes
             peak = np.maximum.reduceat(values, starts)
             total = np.add.reduceat(np.exp(values - np.repeat(peak, sizes)), starts)
-            yield ColumnLogValues(column=nonempty[group_col], row=group_i, log_value=peak + np.log(total))
+            yield ColumnLogValues(column=nonempty[group_col], row=group_i, log_value=peak + np.log(total),
+                                  span_head=group_i == first[group_col], span_tail=group_i == first[group_col] + span[group_col] - 1)
             lo = hi
 
-    def certificate(self, epsilon: float) -> Certificate:
+    def certificate(self, epsilon: float, budget: int = 1 << 20) -> Certificate:
         """Measure the privacy of ``G T`` in log space over the row spans of T's columns.
 
         Adjacent rows inside a column's span are measured from
-        :meth:`column_log_values`; outside it the ratio is exactly alpha (see there).
-        Row sums are measured as ``G (T 1)`` by the kernel recurrences.
+        :meth:`column_log_values` (``budget`` terms at a time); outside it the ratio is
+        exactly alpha (see there). Row sums are measured as ``G (T 1)`` by the kernel
+        recurrences.
         """
         n, log_alpha = self.n, float(np.log(self.alpha))
-        worst, worst_pair = 0.0, (0, 1, 0)
+        # until a larger loss is found: rows 0 and 1 of a non-empty column (every row of G T
+        # alike, loss 0), not of an empty one, whose entries are 0
+        worst, worst_pair = 0.0, (0, 1, int(self.remap.indices.min()) if self.remap.nnz else 0)
         lowest = np.inf
-        for part in self.column_log_values():
-            same = part.column[1:] == part.column[:-1]
+        for part in self.column_log_values(budget):
+            # neighbours in the same column (a repeated row where a column is cut differs by 0)
+            same = (part.column[1:] == part.column[:-1]) & (part.row[1:] == part.row[:-1] + 1)
             loss = np.where(same, np.abs(np.diff(part.log_value)), 0.0)
             if loss.size and loss.max() > worst:
                 k = int(np.argmax(loss))
                 worst, worst_pair = float(loss[k]), (int(part.row[k]), int(part.row[k]) + 1, int(part.column[k]))
-            heads = np.flatnonzero(np.r_[True, ~same])
-            tails = np.r_[heads[1:] - 1, part.column.size - 1]
+            heads, tails = np.flatnonzero(part.span_head), np.flatnonzero(part.span_tail)
             lowest = min(lowest, float(part.log_value.min()))
             # the column's extremes: x[0, c] and x[n, c], alpha^distance beyond its span
-            lowest = min(lowest, float((part.log_value[heads] + part.row[heads] * log_alpha).min()))
-            lowest = min(lowest, float((part.log_value[tails] + (n - part.row[tails]) * log_alpha).min()))
+            lowest = min(lowest, float(np.min(part.log_value[heads] + part.row[heads] * log_alpha, initial=np.inf)))
+            lowest = min(lowest, float(np.min(part.log_value[tails] + (n - part.row[tails]) * log_alpha, initial=np.inf)))
             # a span ending before row 0 or row n meets the geometric tail: ratio exactly alpha
             for ends, beyond, step in ((heads, part.row[heads] > 0, -1), (tails, part.row[tails] < n, 1)):
                 if beyond.any() and -log_alpha > worst:

@@ -51,11 +51,12 @@ def remaps(draw: st.DrawFn) -> FactoredMechanism:
 
 
 @settings(max_examples=60)
-@given(remaps())
-def test_span_certificate_equals_the_dense_measurement(f):
-    """Only the row span of each column of T is computed; the dense matrix measures every pair."""
+@given(remaps(), st.sampled_from([1 << 20, 2, 5, 17]))
+def test_span_certificate_equals_the_dense_measurement(f, budget):
+    """Only the row span of each column of T is computed (long spans cut into overlapping
+    pieces under small budgets); the dense matrix measures every pair."""
     epsilon = -np.log(f.alpha)
-    cert, dense = f.certificate(epsilon), dpopt.certify(f.dense(), epsilon)
+    cert, dense = f.certificate(epsilon, budget=budget), dpopt.certify(f.dense(), epsilon)
     assert cert.max_privacy_loss == pytest.approx(dense.max_privacy_loss, rel=1e-10)
     assert cert.min_entry == pytest.approx(dense.min_entry, rel=1e-9, abs=1e-300)
     assert cert.max_row_sum_error < 1e-12 and cert.ok
@@ -72,10 +73,27 @@ def test_column_log_values_are_the_dense_logs_in_any_budget(f, budget):
     column = np.concatenate([p.column for p in parts])
     row = np.concatenate([p.row for p in parts])
     np.testing.assert_allclose(np.concatenate([p.log_value for p in parts]), np.log(x[row, column]), rtol=1e-12, atol=1e-12)
+    head = np.concatenate([p.span_head for p in parts])
+    tail = np.concatenate([p.span_tail for p in parts])
     t = f.remap.tocsc()
-    for c in np.flatnonzero(np.diff(t.indptr)):  # exactly each column's row span, once
+    for c in np.flatnonzero(np.diff(t.indptr)):  # each column's row span, in order; rows repeat only where cut
         rows = t.indices[t.indptr[c] : t.indptr[c + 1]]
-        assert sorted(row[column == c]) == list(range(rows.min(), rows.max() + 1))
+        mine = row[column == c]
+        assert list(np.unique(mine)) == list(range(rows.min(), rows.max() + 1)) and (np.diff(mine) >= 0).all()
+        assert (np.diff(mine) == 0).sum() == mine.size - (rows.max() - rows.min() + 1)
+        assert list(mine[head[column == c]]) == [rows.min()] and list(mine[tail[column == c]]) == [rows.max()]
+        if f.remap.nnz and budget >= (rows.max() - rows.min() + 1) * rows.size:
+            assert mine.size == rows.max() - rows.min() + 1  # within the budget: whole, no repeats
+
+
+def test_a_long_column_is_cut_into_pieces_within_the_budget():
+    n = 3000  # two counts far apart: each column of T spans 1500 rows with 1500 entries
+    remap = sparse.csr_array((np.ones(n + 1), (np.arange(n + 1), np.where(np.arange(n + 1) <= n // 2, 0, n))), shape=(n + 1, n + 1))
+    f = FactoredMechanism.from_remap(n, 0.99, remap)
+    sizes = [p.row.size * 1501 for p in f.column_log_values(budget=1 << 20)]
+    assert max(sizes) <= 2 * (1 << 20)
+    small, whole = f.certificate(0.0101, budget=1 << 20), f.certificate(0.0101, budget=1 << 30)
+    assert small.max_privacy_loss == whole.max_privacy_loss and small.min_entry == whole.min_entry and small.ok
 
 
 def test_sampling_through_the_factors_matches_the_dense_row():
