@@ -732,3 +732,26 @@ def test_two_counts_bound_agrees_with_the_general_pricing(n, alpha):
     assert result.relative_gap <= 1e-12
     # and through the default route (the hull, then this)
     assert "two counts" in solve_by_column_generation(problem).route
+
+
+def test_rows_deep_inside_a_long_gap_start_at_its_edges():
+    problem = dpopt.CountQuery(n=1000, alpha=0.95, loss="absolute", side_information=list(range(401)) + list(range(600, 1001)))
+    rows = np.repeat(np.arange(1001), 2)
+    targets = np.clip(rows + np.tile([0, 1], 1001), 0, 1000)
+    kept_rows, kept_targets = cg._gap_edges(problem, rows, targets)
+    deep = (kept_rows > 420) & (kept_rows < 580)  # more than one noise scale (20) from S
+    assert set(kept_targets[deep]) == {400, 600} and np.bincount(kept_rows[deep]).max() == 2
+    outside = ~((kept_rows > 420) & (kept_rows < 580))
+    assert sorted(zip(kept_rows[outside], kept_targets[outside])) == sorted(
+        (r, t) for r, t in zip(rows, targets) if not 420 < r < 580)
+    squared = dpopt.CountQuery(n=1000, alpha=0.95, loss="squared", side_information=problem.support)
+    assert cg._gap_edges(squared, rows, targets)[0].size == rows.size  # squared keeps its prediction
+
+
+def test_the_gap_edge_start_reaches_the_band_starts_optimum():
+    problem = dpopt.CountQuery(n=1000, alpha=0.95, loss="absolute", side_information=list(range(401)) + list(range(600, 1001)))
+    assert cg.coarse_start(problem) is not None  # the start under test applies here
+    started = solve_by_column_generation(problem)
+    band = solve_by_column_generation(problem, coarse=False)
+    assert started.relative_gap <= 1e-9 and band.relative_gap <= 1e-9
+    assert started.upper_bound == pytest.approx(band.upper_bound, rel=2e-9)
