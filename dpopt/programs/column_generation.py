@@ -1377,6 +1377,19 @@ def evaluated(problem: CountQuery, remap: sparse.csr_array) -> tuple[FactoredMec
     return mechanism, mechanism.row_losses(problem.loss_rows, np.asarray(problem.support))
 
 
+def _closed_form_result(problem: CountQuery, remap: sparse.csr_array, lower: float, tolerance: float, start: float,
+                        route: str, columns: int | None = None) -> ColumnGenerationResult | None:
+    """A closed form's remap as a result, certified by ``lower`` and its exact worst loss; None if they disagree.
+    ``columns``: what to report as master columns (default: the remap's entries)."""
+    mechanism, losses = evaluated(problem, remap)
+    upper = float(losses.max())
+    if upper - lower > tolerance * abs(upper) + ABSOLUTE_GAP:
+        return None
+    return ColumnGenerationResult(mechanism=mechanism, lower_bound=lower, upper_bound=upper, rounds=0,
+                                  columns=int(remap.nnz) if columns is None else columns, master_objective=upper,
+                                  row_losses=losses, seconds=time.perf_counter() - start, history=[], route=route)
+
+
 def identity_certificate(problem: CountQuery, *, tolerance: float = 1e-10) -> ColumnGenerationResult | None:
     """Zero-one loss, S = all: the geometric mechanism itself, certified optimal without a master, or None.
 
@@ -1400,13 +1413,7 @@ def identity_certificate(problem: CountQuery, *, tolerance: float = 1e-10) -> Co
     lam /= lam.sum()
     identity = sparse.eye_array(n + 1, format="csr")
     lower = _price_zero_one(problem, lam, identity).lower_bound
-    mechanism, losses = evaluated(problem, identity)
-    upper = float(losses.max())
-    if upper - lower > tolerance * abs(upper) + ABSOLUTE_GAP:
-        return None
-    return ColumnGenerationResult(mechanism=mechanism, lower_bound=lower, upper_bound=upper, rounds=0, columns=0,
-                                  master_objective=upper, row_losses=losses, seconds=time.perf_counter() - start,
-                                  history=[], route="identity certificate")
+    return _closed_form_result(problem, identity, lower, tolerance, start, "identity certificate", columns=0)
 
 
 def two_count_threshold(problem: CountQuery, *, tolerance: float = 1e-10) -> ColumnGenerationResult | None:
@@ -1442,27 +1449,16 @@ def two_count_threshold(problem: CountQuery, *, tolerance: float = 1e-10) -> Col
     s = int(np.argmax(before_b + to_b >= beyond_a))
     # row s: a fraction f to a equalises (1 - f) G[a, s] + beyond_a = before_b + f G[b, s]
     f = float(np.clip((to_a[s] + beyond_a[s] - before_b[s]) / (to_a[s] + to_b[s]), 0.0, 1.0))
-    cols = np.where(rows < s, a, b)
-    remap_rows, remap_cols, remap_vals = [rows], [cols], [np.ones(n + 1)]
-    remap_vals[0][s] = 1.0 - f
-    remap_rows.append(np.array([s]))
-    remap_cols.append(np.array([a]))
-    remap_vals.append(np.array([f]))
-    remap = sparse.csr_array((np.concatenate(remap_vals), (np.concatenate(remap_rows), np.concatenate(remap_cols))),
-                             shape=(n + 1, n + 1))
-    mechanism, losses = evaluated(problem, remap)
+    share = np.ones(n + 1)
+    share[s] = 1.0 - f  # row s: 1 - f to b, f to a
+    remap = sparse.csr_array((np.r_[share, f], (np.r_[rows, s], np.r_[np.where(rows < s, a, b), a])), shape=(n + 1, n + 1))
     # multipliers (theta, 1 - theta) on (a, b) with row s indifferent; the Lagrangian row
     # minimum over all r' is at a or b (the cost is convex piecewise linear in r' with kinks
     # only there), so the bound is a sum of minima, free of the cancellation in the general
     # pricing's moments (about 1e-14 absolute, the size of this optimum at b - a = 5000)
     theta = to_b[s] / (to_a[s] + to_b[s])
     lower = float(price * np.minimum(theta * to_a, (1.0 - theta) * to_b).sum())
-    upper = float(losses.max())
-    if upper - lower > tolerance * abs(upper) + ABSOLUTE_GAP:
-        return None
-    return ColumnGenerationResult(mechanism=mechanism, lower_bound=lower, upper_bound=upper, rounds=0, columns=int(remap.nnz),
-                                  master_objective=upper, row_losses=losses, seconds=time.perf_counter() - start,
-                                  history=[], route="two counts: threshold remap")
+    return _closed_form_result(problem, remap, lower, tolerance, start, "two counts: threshold remap")
 
 
 def two_count_bisection(problem: CountQuery, *, tolerance: float = 1e-10, iterations: int = 64) -> ColumnGenerationResult | None:
@@ -1517,13 +1513,7 @@ def two_count_bisection(problem: CountQuery, *, tolerance: float = 1e-10, iterat
     share = excess_high / (excess_high - excess_low) if excess_low != excess_high else 1.0  # of remap_low
     remap = (share * remap_low + (1.0 - share) * remap_high).tocsr()
     remap.eliminate_zeros()
-    mechanism, losses = evaluated(problem, remap)
-    upper = float(losses.max())
-    if upper - best_lower > tolerance * abs(upper) + ABSOLUTE_GAP:
-        return None
-    return ColumnGenerationResult(mechanism=mechanism, lower_bound=best_lower, upper_bound=upper, rounds=0, columns=int(remap.nnz),
-                                  master_objective=upper, row_losses=losses, seconds=time.perf_counter() - start,
-                                  history=[], route="two counts: Lagrangian bisection")
+    return _closed_form_result(problem, remap, best_lower, tolerance, start, "two counts: Lagrangian bisection")
 
 
 def solve_zero_one_by_flow(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[ColumnGenerationResult, bool]:

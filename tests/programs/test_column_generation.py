@@ -589,6 +589,18 @@ def test_decoupled_clusters_cut_only_gaps_beyond_reach():
                                                       side_information=list(range(501)) + list(range(4500, 5001))), 1e-10)) == 1
 
 
+def _assert_equals_the_whole_problem(problem, result):
+    """``result`` has the optimum of the whole problem (an independent route), and its upper
+    bound is its mechanism's exact worst loss on S; returns the whole problem's result."""
+    whole = solve_by_column_generation(problem, split=False, hull=False)
+    assert "clusters" not in whole.route and whole.relative_gap <= 1e-9
+    assert result.upper_bound == pytest.approx(whole.upper_bound, rel=2e-9)
+    released = geometric_matrix(problem.n, problem.alpha) @ result.mechanism.remap.toarray()
+    losses = (released * loss_table(problem.loss_name, problem.n)).sum(axis=1)
+    assert result.upper_bound == pytest.approx(losses[list(problem.support)].max(), rel=1e-12)
+    return whole
+
+
 @pytest.mark.parametrize("loss", ["absolute", "squared"])
 def test_clusters_solved_apart_are_certified_and_equal_the_whole_problem(loss):
     n, alpha, s = 160, 0.3, list(range(0, 11)) + list(range(70, 81)) + list(range(140, 161))
@@ -596,13 +608,8 @@ def test_clusters_solved_apart_are_certified_and_equal_the_whole_problem(loss):
     apart = solve_by_column_generation(problem)
     assert "3 clusters" in apart.route and apart.relative_gap <= 1e-9
     assert apart.mechanism.certificate(problem.epsilon).ok
-    whole = solve_by_column_generation(problem, split=False, hull=False)  # an independent route
-    assert "clusters" not in whole.route and whole.relative_gap <= 1e-9
-    assert apart.upper_bound == pytest.approx(whole.upper_bound, rel=2e-9)
+    whole = _assert_equals_the_whole_problem(problem, apart)
     assert apart.lower_bound <= whole.upper_bound * (1 + 1e-12) and whole.lower_bound <= apart.upper_bound * (1 + 1e-12)
-    # the upper bound is the joined mechanism's exact worst loss on S
-    released = geometric_matrix(n, alpha) @ apart.mechanism.remap.toarray()
-    assert apart.upper_bound == pytest.approx((released * loss_table(loss, n)).sum(axis=1)[s].max(), rel=1e-12)
 
 
 @pytest.mark.parametrize("loss", ["absolute", "squared"])
@@ -613,11 +620,7 @@ def test_interacting_clusters_are_bridged_to_the_whole_problems_optimum(loss):
     bridged = solve_by_column_generation(problem)
     assert "bridged" in bridged.route and bridged.relative_gap <= 1e-9
     assert bridged.mechanism.certificate(problem.epsilon).ok
-    whole = solve_by_column_generation(problem, split=False, hull=False)  # an independent route
-    assert "clusters" not in whole.route and whole.relative_gap <= 1e-9
-    assert bridged.upper_bound == pytest.approx(whole.upper_bound, rel=2e-9)
-    released = geometric_matrix(n, alpha) @ bridged.mechanism.remap.toarray()
-    assert bridged.upper_bound == pytest.approx((released * loss_table(loss, n)).sum(axis=1)[s].max(), rel=1e-12)
+    _assert_equals_the_whole_problem(problem, bridged)
 
 
 def test_bridge_columns_hold_only_the_rows_deep_inside_a_gap():
