@@ -254,6 +254,29 @@ absolute) are the size of such optima. :func:`two_count_threshold` (absolute, ze
 threshold remap in closed form) and :func:`two_count_bisection` (squared: bisection on the
 dual) are exact in 2.6 and 1.9 s, their bounds sums of non-negative terms.
 
+Scattered S at alpha = 0.9, n = 10,000 (2026-11-25, session 4). The even counts and a
+random 10% of the counts missed the issue's 20 s (absolute 24 / 25 s, squared > 125 s).
+Absolute loss: (i) the pricing sweeps were O(n^2), 1.8 s a round, up to 18 s of a run;
+each row's minimum is now found at its kernel-weighted median by one vectorised
+bisection on closed-form partial sums (:func:`_price_absolute`, 0.02 s, equal to the
+sweeps to 1e-13); (ii) the first master also holds each row's nearest counts of S
+(:func:`side_neighbours`), where the rows walked a few columns a round from the band
+(random 10%: 13 -> 5 rounds); (iii) the even counts go to HiGHS's IPM first
+(:attr:`_AbsoluteForm.INTERIOR_MAX_GAP`). Through the benchmark: random 10% 25 -> 11 s,
+the even counts 24 -> 15 s. Squared loss is still slow there (the even counts 185 s, the
+random 10% 81 s, one process). Measured and not adopted for it: HiGHS's IPM first on the
+even counts (94 s for the first master, then 100+ s a round); Clarabel first on the random
+10% (5.5 s, but its masters do not certify and the fallback from scratch took 122 s);
+columns from uniform multipliers on S (their row minimisers are 2 / 6 / 13 columns from
+the optimal support at the median / 90th / 99th percentile; slower); the mirrored
+extension of :func:`extended_basis` for the even counts (their optimum at n0 = 2000 is
+179.83, at n = 10,000 180 - 2.3e-6: the ends do not decouple, n0 predicts nothing);
+windows of S solved apart and joined (each input must see a single window's rows within
+~30 noise scales, and the windows' optimal faces disagree where they meet: the join was
+20% above the bound); Wentges smoothing of the duals for pricing (absolute, random 10%:
+more rounds, 24.6 -> 32 s); each row's next counts of S as extra priced columns (more
+columns, no fewer rounds).
+
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
 n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round
@@ -355,6 +378,9 @@ class _Form(ABC):
         #: whether S has a gap of INTERIOR_MAX_GAP noise scales (where the chains carry tiny
         #: values across it and HiGHS's optima are checked against the exact loss)
         self.gapped = bool(self.support.size > 1 and np.diff(self.support).max() >= INTERIOR_MAX_GAP / (1.0 - self.alpha))
+        #: S's widest gap in noise scales (0 where S is all of 0..n)
+        holes = self.support.size not in (1, self.n + 1)
+        self.widest_gap = float(np.diff(self.support).max() * (1.0 - self.alpha)) if holes else 0.0
 
     def _rows(self, count: int, lower: float, upper: float) -> np.ndarray:
         first = len(self.row_lower)
@@ -449,7 +475,7 @@ class _ChainForm(_Form):
     def first_strategy(self, coarse_started: bool = False) -> str:
         if self.alpha < self.IPM_FROM_ALPHA:
             return "primal"
-        if self.gapped:
+        if self.gapped or self.widest_gap >= self.INTERIOR_MAX_GAP:
             return "ipm"
         # rounded: 8000 (1 - 0.9) is 799.99... in floating point, and the threshold was
         # missed by it (squared, n = 8000: 53 s for a first master the interior point does in 3)
@@ -483,6 +509,15 @@ class _ChainForm(_Form):
 
 
 class _AbsoluteForm(_ChainForm):
+    #: Absolute loss leaves the interior point at narrower gaps: S = the even counts at alpha
+    #: = 0.9 (gaps of 0.2 noise scales; one process, interior -> HiGHS's IPM): n = 3000 2.4 ->
+    #: 2.1 s, 5000 15.1 -> 5.0 s, 10,000 20 -> 15 s, as three interior masters fell short and
+    #: the fallback from scratch followed; at alpha = 0.95 (0.1 scales) the interior point
+    #: certified at once (n = 10,000: 9.7 s against 26 s). Squared loss keeps 0.25: the even
+    #: counts at alpha = 0.9, n = 10,000 took 94 s for HiGHS's first master alone and then
+    #: 100+ s a round.
+    INTERIOR_MAX_GAP: ClassVar[float] = 0.15
+
     def __init__(self, problem: CountQuery) -> None:
         super().__init__(problem)
         self.p_left, self.p_right = self._chain_rows()
@@ -692,47 +727,66 @@ def _price_squared(problem: CountQuery, lam: np.ndarray, master: sparse.csr_arra
 
 
 def _price_absolute(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pricing:
-    """Sweeps over r: ``C[r, r'] = g_r (m_r - t k_r + 2 corr_r(r'))`` with t = r' - r.
+    """Row minima at the kernel-weighted medians, O(n log n); any column's cost in O(1).
 
-    ``corr_r(r') = sum_{r <= i < r'} lambda_i alpha^(i-r) (r'-i)`` for r' > r, obeying
-    ``corr_r = lambda_r (r' - r)^+ + alpha corr_{r+1}``; symmetrically for r' < r.
+    For row r, ``C[r, r'] / g_r = sum_i w_i |i - r'|`` with ``w_i = lambda_i alpha^|i-r|``:
+    convex and piecewise linear in r', least at a weighted median of w, the first r' with
+    ``F_r(r') = sum_(i <= r') w_i >= W_r / 2``. F_r is monotone in r', so the medians of all
+    rows come from one vectorised bisection, and F_r, W_r and C come in closed form from
+    the one-sided kernel sums ``L_k(y) = sum_(i <= y) lambda_i alpha^(y-i) (y-i)^k`` and
+    ``R_k`` (k = 0, 1; :func:`costs_at`). The three integers around each median are
+    evaluated, so a comparison lost to rounding near a tie cannot raise the row minimum
+    (and so the lower bound) above its true value by more than rounding. The sweeps this
+    replaced took O(n^2) (1.8 s a round at n = 10,000).
     """
-    n, alpha, g = problem.n, problem.alpha, column_weights(problem.n, problem.alpha)
-    moments = kernel_moments(lam, alpha, 1)
-    m = moments.absolute_first
-    k = moments.backward[0] - (moments.forward[0] - lam)  # sum_{i>=r} - sum_{i<r}
-    cols = np.arange(n + 1, dtype=float)
-    row_min = g * m  # the diagonal r' = r
-    row_argmin = np.arange(n + 1)
-    master_costs = np.empty(master.nnz)
-    rows_of = np.repeat(np.arange(n + 1), np.diff(master.indptr))
-    on_diag = master.indices == rows_of
-    master_costs[on_diag] = (g * m)[rows_of[on_diag]]
+    n, g = problem.n, column_weights(problem.n, problem.alpha)
+    chains = _AbsoluteChains(lam, problem.alpha)
+    r = np.arange(n + 1)
+    low, high = np.zeros(n + 1, dtype=np.int64), np.full(n + 1, n, dtype=np.int64)
+    half = chains.total / 2.0
+    while np.any(low < high):  # the first x with F_r(x) >= W_r / 2 lies in [low, high]
+        middle = (low + high) // 2
+        above = chains.below_or_at(r, middle) >= half
+        high = np.where(above, middle, high)
+        low = np.where(above, low, middle + 1)
+    candidates = np.clip(low[:, None] + np.arange(-1, 2), 0, n)
+    values = g[:, None] * chains.costs_at(np.repeat(r, 3).reshape(-1, 3), candidates)
+    pick = np.argmin(values, axis=1)
+    rows = np.repeat(r, np.diff(master.indptr))
+    master_costs = g[rows] * chains.costs_at(rows, master.indices.astype(np.int64))
+    return _finish(master_costs, master, values[r, pick], candidates[r, pick])
 
-    def sweep(order: range, step: Callable[[np.ndarray, int], np.ndarray], side: Callable[[int], slice]) -> None:
-        corr = np.zeros(n + 1)
-        for r in order:
-            corr = step(corr, r)
-            part = side(r)
-            values = g[r] * (m[r] - (cols[part] - r) * k[r] + 2.0 * corr[part])
-            if values.size:
-                best = int(np.argmin(values))
-                if values[best] < row_min[r]:
-                    row_min[r], row_argmin[r] = values[best], part.start + best
-            span = slice(master.indptr[r], master.indptr[r + 1])
-            targets = master.indices[span]
-            chosen = (targets >= part.start) & (targets < part.stop)
-            if chosen.any():
-                idx = targets[chosen]
-                master_costs[span][chosen] = g[r] * (m[r] - (idx - r) * k[r] + 2.0 * corr[idx])
 
-    sweep(range(n, -1, -1), lambda c, r: lam[r] * np.maximum(cols - r, 0.0) + alpha * c, lambda r: slice(r + 1, n + 1))
-    sweep(
-        range(0, n + 1),
-        lambda c, r: alpha * (c + (lam[r - 1] * np.maximum(r - 1 - cols, 0.0) if r > 0 else 0.0)),
-        lambda r: slice(0, r),
-    )
-    return _finish(master_costs, master, row_min, row_argmin)
+class _AbsoluteChains:
+    """``sum_i lambda_i alpha^|i - r| |i - r'|`` and its partial sums for any (r, r') in O(1)."""
+
+    def __init__(self, lam: np.ndarray, alpha: float) -> None:
+        moments = kernel_moments(lam, alpha, 1)
+        self.alpha = alpha
+        # padded by a zero on each side: index y + 1 holds L(y), R(y) for y = -1 .. n + 1
+        pad = lambda a: np.concatenate([[0.0], a, [0.0]])  # noqa: E731
+        self.l0, self.l1 = pad(moments.forward[0]), pad(moments.forward[1])
+        self.r0, self.r1 = pad(moments.backward[0]), pad(moments.backward[1])
+        r = np.arange(lam.size)
+        self.total = self.l0[r + 1] + alpha * self.r0[r + 2]  # W_r = sum_i lambda_i alpha^|i-r|
+
+    def below_or_at(self, r: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """``F_r(x) = sum_(i <= x) lambda_i alpha^|i-r|``."""
+        a = self.alpha
+        left = a ** np.maximum(r - x, 0) * self.l0[np.minimum(x, r) + 1]
+        right = a * self.r0[r + 2] - a ** np.maximum(x + 1 - r, 1) * self.r0[x + 2]
+        return np.where(x < r, left, self.l0[r + 1] + np.where(x > r, right, 0.0))
+
+    def costs_at(self, r: np.ndarray, rp: np.ndarray) -> np.ndarray:
+        """``sum_i lambda_i alpha^|i-r| |i - r'|`` (C[r, r'] / g_r) elementwise."""
+        a, t = self.alpha, np.abs(rp - r)
+        right = rp >= r  # the far side of r from r' contributes (t + distance) per unit
+        near0 = np.where(right, self.r0[r + 1], self.l0[r + 1])
+        near1 = np.where(right, self.r1[r + 1], self.l1[r + 1])
+        far0 = np.where(right, self.l0[r], self.r0[r + 2])
+        far1 = np.where(right, self.l1[r], self.r1[r + 2])
+        beyond = np.where(right, self.r0[rp + 2] + self.r1[rp + 2], self.l0[rp] + self.l1[rp])
+        return a * ((t + 1) * far0 + far1) + t * near0 - near1 + 2.0 * a ** (t + 1) * beyond
 
 
 def _price_zero_one(problem: CountQuery, lam: np.ndarray, master: sparse.csr_array) -> Pricing:
@@ -1312,6 +1366,32 @@ def coarse_start(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[np.n
     return _gap_edges(problem, rows[inside], targets[inside])
 
 
+#: Losses whose first master also holds each row's nearest counts of S (:func:`side_neighbours`).
+SIDE_NEIGHBOUR_LOSSES = ("absolute",)
+
+
+def side_neighbours(problem: CountQuery) -> tuple[np.ndarray, np.ndarray]:
+    """Columns (rows, targets) from every row r to the last count of S below r and the first at or above it.
+
+    Absolute loss: for any multipliers lambda on S, row r's cost ``sum_i lambda_i
+    alpha^|i-r| |i - r'|`` is piecewise linear in r' with kinks only at counts of S, so
+    every row has a best column in S (a weighted median), and the optimal T sends row r to
+    counts of S around it. The band around the diagonal misses them where S is sparse, and
+    the rows then walk there a few columns a round: a random 10% of the counts, alpha =
+    0.9, n = 10,000: 13 rounds, 24.6 s -> 5 rounds, 11.5 s; n = 5000 11.9 -> 5.7 s; alpha =
+    0.99, n = 10,000 22.8 -> 17.2 s (one process). Not used where S is all of 0..n (the
+    band holds them). Squared loss prices a weighted mean, not a count of S, and gained little
+    (random 10%, alpha = 0.9, n = 5000: 16.7 -> 15.1 s), so it keeps its band.
+    """
+    support = np.asarray(problem.support)
+    rows = np.arange(problem.n + 1)
+    first = np.searchsorted(support, rows)  # the first count >= r; the last count < r before it
+    above = support[np.minimum(first, support.size - 1)]
+    below = support[np.maximum(first - 1, 0)]
+    # past either end of S, both are its end
+    return np.concatenate([rows, rows]), np.concatenate([np.where(first == 0, above, below), np.where(first == support.size, below, above)])
+
+
 #: Inside a gap of S of at least GAP_EDGE_SCALES noise scales, the rows farther than one
 #: noise scale from S start with the gap's two edges as their only columns (see _gap_edges).
 GAP_EDGE_SCALES = 4.0
@@ -1863,6 +1943,8 @@ def solve_by_column_generation(
     rp = r + np.tile(np.arange(-band, band + 1), n + 1)
     inside = (rp >= 0) & (rp <= n)
     master.add_remap_columns(r[inside], rp[inside])
+    if problem.loss_name in SIDE_NEIGHBOUR_LOSSES and support.size < n + 1 and initial is None:
+        master.add_remap_columns(*side_neighbours(problem))
     if predicted is not None:
         master.add_remap_columns(*predicted)
     if initial is not None:
