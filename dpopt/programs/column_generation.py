@@ -1719,25 +1719,6 @@ BRIDGE_INNER_SCALES = 5.0
 CERTIFIED_FACTOR = 10.0
 
 
-def decoupled_clusters(problem: CountQuery, tolerance: float) -> list[np.ndarray]:
-    """S split at gaps so long that the two sides cannot reach each other within the tolerance.
-
-    An input left of a gap (a, b) sees the rows of T beyond the gap's middle at total
-    weight below ``alpha^((b - a) / 2) / (1 - alpha)``, and no remap moves its loss by more
-    than the largest loss (n absolute, n^2 squared) per unit of weight, so a gap counts
-    once that product is below the tolerance (absolute loss, n = 5000: alpha = 0.9 g >=
-    660, alpha = 0.99 g >= 6,900). Only a heuristic for whether the joined clusters may
-    certify without a master (:func:`solve_by_clusters`).
-    """
-    support = np.asarray(problem.support)
-    if support.size < 2:
-        return [support]
-    largest = float(problem.n) ** (2 if problem.loss_name == "squared" else 1)
-    reach = np.log(largest / (1.0 - problem.alpha) / tolerance) / np.log(1.0 / problem.alpha)
-    cuts = np.flatnonzero(np.diff(support) >= 2.0 * reach) + 1
-    return np.split(support, cuts)
-
-
 def noise_scale(alpha: float) -> float:
     """``1 / (1 - alpha)``, rounded so that e.g. alpha = 0.95 gives 20 and not 19.99..."""
     return round(1.0 / (1.0 - alpha), 9)
@@ -1798,7 +1779,8 @@ def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scal
     Exact certificate either way: the optimum for S is at least the optimum for any part
     of S, so the largest of the clusters' lower bounds is a lower bound, and the joined
     mechanism's exact worst loss on S an upper bound; where the gaps are long enough
-    (:func:`decoupled_clusters`) the two agree within the tolerance (S = 10%..40% and
+    (an input sees the rows beyond a gap's middle at weight below alpha^(gap / 2) / (1 -
+    alpha)) the two agree within the tolerance (S = 10%..40% and
     60%..90% of n = 5000 at alpha = 0.9: HiGHS failed on the whole master, "Unknown" by
     every route, as the chains carry values down to alpha^1000 ~ 1e-46 across the gap).
     Otherwise the clusters interact at the tolerance (S = 0..500 and 4500..5000, alpha =

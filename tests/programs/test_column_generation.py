@@ -618,16 +618,6 @@ def test_a_loss_table_has_no_hull_problem():
 # -- side information in clusters too far apart to interact ----------------------------------
 
 
-def test_decoupled_clusters_cut_only_gaps_beyond_reach():
-    problem = dpopt.CountQuery(n=400, alpha=0.6, loss="absolute", side_information=list(range(0, 41)) + list(range(200, 401)))
-    parts = cg.decoupled_clusters(problem, 1e-10)
-    assert [(p[0], p[-1]) for p in parts] == [(0, 40), (200, 400)]
-    near = dpopt.CountQuery(n=400, alpha=0.6, loss="absolute", side_information=list(range(0, 41)) + list(range(140, 401)))
-    assert len(cg.decoupled_clusters(near, 1e-10)) == 1  # a gap of 100 < 2 x reach (~59 at alpha = 0.6)
-    assert len(cg.decoupled_clusters(dpopt.CountQuery(n=5000, alpha=0.99, loss="absolute",
-                                                      side_information=list(range(501)) + list(range(4500, 5001))), 1e-10)) == 1
-
-
 def _assert_equals_the_whole_problem(problem, result):
     """``result`` has the optimum of the whole problem (an independent route), and its upper
     bound is its mechanism's exact worst loss on S; returns the whole problem's result."""
