@@ -44,11 +44,15 @@ def neighbouring_sets(draw):
 
 
 def _in_sum(z: float, w: np.ndarray, steps: int) -> bool:
-    """Is z a sum of at most ``steps`` elements of W (brute force over how many of each interval)?"""
+    """Is z a sum of at most ``steps`` elements of W (brute force over how many of each interval)?
+
+    Sums of single points of W only (a point interval such as {3} in V = {3} U [4, 5]) are
+    left out: they are null sets, where a density may take any value (hypothesis found z = 3
+    there, level 1 by the points and 3 by the density)."""
     for counts in itertools.product(range(steps + 1), repeat=len(w)):
         if sum(counts) <= steps:
             lo, hi = float(np.dot(counts, w[:, 0])), float(np.dot(counts, w[:, 1]))
-            if lo - 1e-9 <= z <= hi + 1e-9:
+            if hi - lo > 1e-9 and lo - 1e-9 <= z <= hi + 1e-9:
                 return True
     return False
 
@@ -96,7 +100,8 @@ def test_paper_sets_converge_where_the_paper_says_and_beyond():
     assert converged == {"V1": 1000, "V2": 901, "V3": 501, "V4": 1}
 
 
-@pytest.mark.parametrize("name", ["V2", "V3", "V4"])
+#: V2's 900 steps make quad slow (~27 s a case on 2 cores); V3 and V4 take the same code path.
+@pytest.mark.parametrize("name", [pytest.param("V2", marks=pytest.mark.slow), "V3", "V4"])
 @pytest.mark.parametrize("delta", [0.0, 10.0])
 def test_exact_moments_match_numerical_integration(name, delta):
     v = check_neighbouring_set(PAPER_SETS[name])
