@@ -262,8 +262,9 @@ bisection on closed-form partial sums (:func:`_price_absolute`, 0.02 s, equal to
 sweeps to 1e-13); (ii) the first master also holds each row's nearest counts of S
 (:func:`side_neighbours`), where the rows walked a few columns a round from the band
 (random 10%: 13 -> 5 rounds); (iii) the even counts go to HiGHS's IPM first
-(:attr:`_AbsoluteForm.INTERIOR_MAX_GAP`). Through the benchmark: random 10% 25 -> 11 s,
-the even counts 24 -> 15 s. Squared loss is still slow there (the even counts 185 s, the
+(:attr:`_AbsoluteForm.INTERIOR_MAX_GAP`). Through the benchmark, the old code run in the
+same session (a day this machine ran about 2x slower): random 10% 48 -> 12 s, the even
+counts 37 -> 17.5 s. Squared loss is still slow there (the even counts 185 s, the
 random 10% 81 s, one process). Measured and not adopted for it: HiGHS's IPM first on the
 even counts (94 s for the first master, then 100+ s a round); Clarabel first on the random
 10% (5.5 s, but its masters do not certify and the fallback from scratch took 122 s);
@@ -734,7 +735,7 @@ def _price_absolute(problem: CountQuery, lam: np.ndarray, master: sparse.csr_arr
     ``F_r(r') = sum_(i <= r') w_i >= W_r / 2``. F_r is monotone in r', so the medians of all
     rows come from one vectorised bisection, and F_r, W_r and C come in closed form from
     the one-sided kernel sums ``L_k(y) = sum_(i <= y) lambda_i alpha^(y-i) (y-i)^k`` and
-    ``R_k`` (k = 0, 1; :func:`costs_at`). The three integers around each median are
+    ``R_k`` (k = 0, 1; :meth:`_AbsoluteChains.costs_at`). The three integers around each median are
     evaluated, so a comparison lost to rounding near a tie cannot raise the row minimum
     (and so the lower bound) above its true value by more than rounding. The sweeps this
     replaced took O(n^2) (1.8 s a round at n = 10,000).
