@@ -261,7 +261,7 @@ each row's minimum is now found at its kernel-weighted median by one vectorised
 bisection on closed-form partial sums (:func:`_price_absolute`, 0.02 s, equal to the
 sweeps to 1e-13); (ii) the first master also holds each row's nearest counts of S
 (:func:`side_neighbours`), where the rows walked a few columns a round from the band
-(random 10%: 13 -> 5 rounds); (iii) the even counts go to HiGHS's IPM first
+(random 10%: 13 -> 5 rounds; squared loss from the band only, 85 -> 63 s); (iii) the even counts go to HiGHS's IPM first
 (:attr:`_AbsoluteForm.INTERIOR_MAX_GAP`). Through the benchmark, the old code run in the
 same session (a day this machine ran about 2x slower): random 10% 48 -> 12 s, the even
 counts 37 -> 17.5 s. Squared loss is still slow there (the even counts 185 s, the
@@ -1367,12 +1367,18 @@ def coarse_start(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[np.n
     return _gap_edges(problem, rows[inside], targets[inside])
 
 
-#: Losses whose first master also holds each row's nearest counts of S (:func:`side_neighbours`).
-SIDE_NEIGHBOUR_LOSSES = ("absolute",)
+#: Losses whose first master also holds each row's nearest counts of S (:func:`side_neighbours`),
+#: and whether also after a coarse start ...
+SIDE_NEIGHBOURS = {"absolute": True, "squared": False}
+#: ... where they lie within this many noise scales of the row: columns across a long gap
+#: carry weights down to alpha^gap, and with them HiGHS failed a squared master ("Not Set":
+#: S in two clusters 100 counts apart, n = 160, alpha = 0.3).
+NEIGHBOUR_REACH_SCALES = 4.0
 
 
 def side_neighbours(problem: CountQuery) -> tuple[np.ndarray, np.ndarray]:
-    """Columns (rows, targets) from every row r to the last count of S below r and the first at or above it.
+    """Columns (rows, targets) from every row r to the last count of S below r and the first
+    at or above it, where within NEIGHBOUR_REACH_SCALES noise scales of r.
 
     Absolute loss: for any multipliers lambda on S, row r's cost ``sum_i lambda_i
     alpha^|i-r| |i - r'|`` is piecewise linear in r' with kinks only at counts of S, so
@@ -1381,8 +1387,12 @@ def side_neighbours(problem: CountQuery) -> tuple[np.ndarray, np.ndarray]:
     the rows then walk there a few columns a round: a random 10% of the counts, alpha =
     0.9, n = 10,000: 13 rounds, 24.6 s -> 5 rounds, 11.5 s; n = 5000 11.9 -> 5.7 s; alpha =
     0.99, n = 10,000 22.8 -> 17.2 s (one process). Not used where S is all of 0..n (the
-    band holds them). Squared loss prices a weighted mean, not a count of S, and gained little
-    (random 10%, alpha = 0.9, n = 5000: 16.7 -> 15.1 s), so it keeps its band.
+    band holds them). Squared loss prices a weighted mean, not a count of S, yet the
+    counts of S around a row still pull it: from the band (alpha < 0.95) a random 10%,
+    alpha = 0.9, took n = 1000 1.33 -> 1.05 s, 5000 18.7 -> 15.4 s, 10,000 85 -> 63 s (8 -> 5
+    rounds); after a coarse start they only made the master larger (random 10%, alpha =
+    0.99, n = 5000 11.5 -> 13.1 s; 10-40% and 60-90% 21.1 -> 23.0 s; alpha = 0.999, n = 2000
+    1.5 -> 2.1 s), so squared loss takes them from the band only.
     """
     support = np.asarray(problem.support)
     rows = np.arange(problem.n + 1)
@@ -1390,7 +1400,9 @@ def side_neighbours(problem: CountQuery) -> tuple[np.ndarray, np.ndarray]:
     above = support[np.minimum(first, support.size - 1)]
     below = support[np.maximum(first - 1, 0)]
     # past either end of S, both are its end
-    return np.concatenate([rows, rows]), np.concatenate([np.where(first == 0, above, below), np.where(first == support.size, below, above)])
+    rows, targets = np.concatenate([rows, rows]), np.concatenate([np.where(first == 0, above, below), np.where(first == support.size, below, above)])
+    near = np.abs(targets - rows) <= NEIGHBOUR_REACH_SCALES * noise_scale(problem.alpha)
+    return rows[near], targets[near]
 
 
 #: Inside a gap of S of at least GAP_EDGE_SCALES noise scales, the rows farther than one
@@ -1926,7 +1938,8 @@ def solve_by_column_generation(
     rp = r + np.tile(np.arange(-band, band + 1), n + 1)
     inside = (rp >= 0) & (rp <= n)
     master.add_remap_columns(r[inside], rp[inside])
-    if problem.loss_name in SIDE_NEIGHBOUR_LOSSES and support.size < n + 1 and initial is None:
+    after_coarse = SIDE_NEIGHBOURS.get(problem.loss_name)
+    if after_coarse is not None and (after_coarse or predicted is None) and support.size < n + 1 and initial is None:
         master.add_remap_columns(*side_neighbours(problem))
     if predicted is not None:
         master.add_remap_columns(*predicted)
