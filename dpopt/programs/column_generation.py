@@ -378,10 +378,10 @@ class _Form(ABC):
         self.conv = self._rows(self.n + 1, 1.0, 1.0)
         #: whether S has a gap of INTERIOR_MAX_GAP noise scales (where the chains carry tiny
         #: values across it and HiGHS's optima are checked against the exact loss)
-        self.gapped = bool(self.support.size > 1 and np.diff(self.support).max() >= INTERIOR_MAX_GAP / (1.0 - self.alpha))
+        widest = int(np.diff(self.support).max()) if self.support.size > 1 else 0
+        self.gapped = bool(widest >= INTERIOR_MAX_GAP / (1.0 - self.alpha))
         #: S's widest gap in noise scales (0 where S is all of 0..n)
-        holes = self.support.size not in (1, self.n + 1)
-        self.widest_gap = float(np.diff(self.support).max() * (1.0 - self.alpha)) if holes else 0.0
+        self.widest_gap = widest * (1.0 - self.alpha) if self.support.size < self.n + 1 else 0.0
 
     def _rows(self, count: int, lower: float, upper: float) -> np.ndarray:
         first = len(self.row_lower)
@@ -751,7 +751,7 @@ def _price_absolute(problem: CountQuery, lam: np.ndarray, master: sparse.csr_arr
         high = np.where(above, middle, high)
         low = np.where(above, low, middle + 1)
     candidates = np.clip(low[:, None] + np.arange(-1, 2), 0, n)
-    values = g[:, None] * chains.costs_at(np.repeat(r, 3).reshape(-1, 3), candidates)
+    values = g[:, None] * chains.costs_at(r[:, None], candidates)
     pick = np.argmin(values, axis=1)
     rows = np.repeat(r, np.diff(master.indptr))
     master_costs = g[rows] * chains.costs_at(rows, master.indices.astype(np.int64))
@@ -765,9 +765,8 @@ class _AbsoluteChains:
         moments = kernel_moments(lam, alpha, 1)
         self.alpha = alpha
         # padded by a zero on each side: index y + 1 holds L(y), R(y) for y = -1 .. n + 1
-        pad = lambda a: np.concatenate([[0.0], a, [0.0]])  # noqa: E731
-        self.l0, self.l1 = pad(moments.forward[0]), pad(moments.forward[1])
-        self.r0, self.r1 = pad(moments.backward[0]), pad(moments.backward[1])
+        self.l0, self.l1 = np.pad(moments.forward[0], 1), np.pad(moments.forward[1], 1)
+        self.r0, self.r1 = np.pad(moments.backward[0], 1), np.pad(moments.backward[1], 1)
         r = np.arange(lam.size)
         self.total = self.l0[r + 1] + alpha * self.r0[r + 2]  # W_r = sum_i lambda_i alpha^|i-r|
 
