@@ -20,6 +20,8 @@ Write ``G[i, r] = g_r alpha^|i-r|`` and ``t = r' - r`` for column ``(r, r')``.
   (``Q-_i = alpha (Q-_{i-1} + P-_{i-1})``, ``Q+_i = alpha Q+_{i+1} + P+_i``, see
   :mod:`dpopt.programs.geometric_moments`). Q and U share their ratio alpha, so the
   master carries only ``V-/+ = -/+ 2 Q-/+ + U-/+``: four chains. Each column has 5 non-zeros.
+  The loss rows read the chains at the counts of S only, so the chains are kept there
+  alone, each step jumping a gap of S at once (:class:`_ChainForm`): (n+1) + 5|S| rows.
 * **absolute loss**: for row i outside the interval between r and r', ``|i - r'|`` is
   affine in t, giving ``E_i = c_i - P-_i + P+_i`` plus a correction
   ``G[i, r] * 2 (r' - i)`` (for ``r <= i < r'``) or ``G[i, r] * 2 (i - r')`` (for
@@ -278,6 +280,26 @@ windows of S solved apart and joined (each input must see a single window's rows
 more rounds, 24.6 -> 32 s); each row's next counts of S as extra priced columns (more
 columns, no fewer rounds).
 
+Chains on S only (2026-11-26, session 5). The loss rows read the chains at the counts of
+S alone, so :class:`_ChainForm` keeps chain variables there and jumps each gap of S in
+one step (with S = all of 0..n the master is the same, bit for bit, so the ``--scale``
+table does not move). S = a random 10% of n = 10,000: 51k -> 15k master rows, a warm
+primal pivot 2.9 -> 1.1 ms. HiGHS's presolve already shrank the first master's chains
+(its interior point: 30 -> 24 s), so the gain is in the warm rounds, which skip presolve.
+Through the benchmark, old code in the same session: alpha = 0.9, squared: the random 10%
+65.6 -> 37.9 s, the even counts 186.6 -> 117.7 s (one process: 79.5 s; its three Clarabel
+masters, then HiGHS's dualized interior point 49 s and two warm rounds); alpha = 0.99
+squared: random 10% 45.9 -> 31.5 s, S = 10%..40% and 60%..90% 75.9 -> 61.4 s. Absolute
+loss keeps its chains on every count unless S is sparse (:attr:`_AbsoluteForm.ON_S_FRACTION`).
+Measured and not adopted in the same session: HiGHS's IPM first for the even counts on
+the smaller master (74.7 s, 22,103 clean-up pivots after crossover; 86 s in all);
+Clarabel first for the random 10% (15-18 s a master with gaps in S, then 104 s for
+HiGHS from scratch); primal simplex first for the random 10% (23,498 pivots, 24 s: as
+slow as the interior point); a dense form with one row per count of S and entries cut
+below 1e-12 (fewer rows, 66 entries a column: 120 s for the first master); HiGHS's
+HiPO interior point (highspy 1.15.1 with ``highspy-extras``; 1.16's wheel lacks it) on
+the random 10%'s first master: 192 iterations, 45 s against IPX's 30 s.
+
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
 n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round
@@ -426,11 +448,18 @@ class _Form(ABC):
 
 
 class _ChainForm(_Form):
-    """Shared chain variables: left ``sum_{r<=i} g_r alpha^(i-r) f_r`` and right twins.
+    """Shared chain variables: left ``sum_{r<=i} g_r alpha^(i-r) f_r`` and right twins
+    ``sum_{r>i}``, kept only at the counts i of S (the only places the loss rows read
+    them) where S leaves out enough of 0..n (:attr:`ON_S_FRACTION`), else at every count.
 
-    Each chain adds n+1 auxiliary columns, one per chain variable; ``_chain`` returns
-    their column indices so that the caller can put further entries (the chain feeding
-    another chain or the loss rows).
+    Between consecutive positions p < q the recurrence jumps the gap at once:
+    ``L_q = alpha^(q-p) L_p + sum_{p<r<=q} g_r alpha^(q-r) f_r``, so row r of T feeds the
+    left chain at the first position at or right of r and the right chain at the last
+    one left of r, each with its kernel weight (:meth:`_feed`). Each chain adds |S|
+    auxiliary columns and rows instead of n+1 (on every count the rows and entries are
+    those of the step-by-step recurrence, bit for bit); ``_chain`` returns their column
+    indices so that the caller can put further entries (the chain feeding another chain
+    or the loss rows).
     """
 
     #: From this alpha on, the first master is solved by interior point + crossover:
@@ -485,28 +514,66 @@ class _ChainForm(_Form):
             return "interior"
         return "ipm"
 
+    #: The chains live on the counts of S where S holds at most this fraction of 0..n
+    #: (else on every count; see :attr:`_AbsoluteForm.ON_S_FRACTION`).
+    ON_S_FRACTION: ClassVar[float] = 1.0
+
+    def __init__(self, problem: CountQuery) -> None:
+        super().__init__(problem)
+        on_s = self.support.size <= self.ON_S_FRACTION * (self.n + 1)
+        #: the counts that carry chain variables; the steps between them, and each one's
+        #: step to the next, with a virtual position one past the last
+        self.positions = self.support if on_s else np.arange(self.n + 1)
+        self.step = np.diff(self.positions)
+        self.next_step = np.append(self.step, 1)
+
     def _chain_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._rows(self.n + 1, 0.0, 0.0), self._rows(self.n + 1, 0.0, 0.0)
+        return self._rows(self.positions.size, 0.0, 0.0), self._rows(self.positions.size, 0.0, 0.0)
 
     def _chain(self, cols: _Columns, first: int, rows: np.ndarray, left: bool) -> np.ndarray:
-        """Variables ``L_j`` (+1 in row j, -alpha in row j+1: ``L_(j+1) = alpha L_j + ...``)
-        or, for ``left=False``, ``R_j`` (+1 in row j, -alpha in row j-1)."""
-        j = np.arange(self.n + 1)
-        index = first + j
-        cols.put(index, rows[j], 1.0)
-        nxt = j[:-1] if left else j[1:]
-        cols.put(index[nxt], rows[nxt + 1] if left else rows[nxt - 1], -self.alpha)
+        """Variables ``L_k`` (+1 in row k, -alpha^(p_(k+1) - p_k) in row k+1:
+        ``L_(k+1) = alpha^step L_k + ...``) or, for ``left=False``, ``R_k`` (+1 in row k,
+        -alpha^(p_k - p_(k-1)) in row k-1), one per position p_k."""
+        k = np.arange(self.positions.size)
+        index = first + k
+        cols.put(index, rows[k], 1.0)
+        decay = -(self.alpha**self.step)
+        if left:
+            cols.put(index[:-1], rows[1:], decay)
+        else:
+            cols.put(index[1:], rows[:-1], decay)
         return index
 
     def _loss_entries(self, cols: _Columns, index: np.ndarray, coefficient: float) -> None:
-        """Chain variable j (column ``index[j]``) enters loss row j, if j is in S."""
-        cols.put(index[self.support], self.loss_at[self.support], coefficient)
+        """Chain variable k (column ``index[k]``) enters the loss row of its position, if in S."""
+        in_s = self.in_support[self.positions]
+        cols.put(index[in_s], self.loss_at[self.positions[in_s]], coefficient)
 
-    def _moment_entries(self, cols: _Columns, index: np.ndarray, r: np.ndarray, value: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
-        """Where a per-row moment f_r = value enters: left chain row r and right chain row r-1."""
-        cols.put(index, left[r], -self.g[r] * value)
-        inner = r > 0
-        cols.put(index[inner], right[r[inner] - 1], -self.alpha * self.g[r[inner]] * value[inner])
+    def _sides(self, r: np.ndarray) -> tuple["_Feed", "_Feed"]:
+        """Where rows r of T feed the left chains (the first position at or right of r)
+        and the right chains (the last position left of r); rows with none feed none."""
+        first = np.searchsorted(self.positions, r)
+        on_left = np.flatnonzero(first < self.positions.size)
+        on_right = np.flatnonzero(first > 0)
+        left = _Feed(on_left, first[on_left], self.positions[first[on_left]] - r[on_left])
+        right = _Feed(on_right, first[on_right] - 1, r[on_right] - self.positions[first[on_right] - 1])
+        return left, right
+
+    def _feed(self, cols: _Columns, index: np.ndarray, r: np.ndarray, feed: "_Feed", rows: np.ndarray, value: np.ndarray) -> None:
+        """Columns ``index[feed.columns]`` enter chain rows ``rows[feed.position]`` with
+        ``-g_r alpha^distance value`` (operands in the order of a one-step recurrence)."""
+        weight = -(self.alpha**feed.distance) * self.g[r[feed.columns]]
+        cols.put(index[feed.columns], rows[feed.position], weight * value)
+
+
+@dataclass(frozen=True)
+class _Feed:
+    """Which master columns feed a chain (``columns``), at which chain variable (``position``,
+    an index into the chain positions) and from how far (``distance`` >= 0)."""
+
+    columns: np.ndarray
+    position: np.ndarray
+    distance: np.ndarray
 
 
 class _AbsoluteForm(_ChainForm):
@@ -518,6 +585,13 @@ class _AbsoluteForm(_ChainForm):
     #: counts at alpha = 0.9, n = 10,000 took 94 s for HiGHS's first master alone and then
     #: 100+ s a round.
     INTERIOR_MAX_GAP: ClassVar[float] = 0.15
+    #: Absolute loss keeps its two chains on S only where S is sparse: a random 10% of the
+    #: counts, n = 10,000 (benchmark, old code in the same session): alpha = 0.99 19.1 ->
+    #: 15.4 s, alpha = 0.9 10.0 -> 9.1 s; but S = the even counts (alpha = 0.9: 16.6 -> 19.0
+    #: s) and S = 10%..40% and 60%..90% (alpha = 0.99: 58.7 -> 66.9 s, HiGHS's clean-up
+    #: after crossover 142 -> 3134 pivots) lost, as presolve already shrinks the first
+    #: master's chains and the rest of the master is as large.
+    ON_S_FRACTION: ClassVar[float] = 0.25
 
     def __init__(self, problem: CountQuery) -> None:
         super().__init__(problem)
@@ -532,14 +606,17 @@ class _AbsoluteForm(_ChainForm):
         return 1 if self.alpha < self.IPM_FROM_ALPHA else 2
 
     def auxiliary(self) -> _Columns:
-        cols = _Columns(2 * (self.n + 1))
+        size = self.positions.size
+        cols = _Columns(2 * size)
         self._loss_entries(cols, self._chain(cols, 0, self.p_left, left=True), -1.0)
-        self._loss_entries(cols, self._chain(cols, self.n + 1, self.p_right, left=False), 1.0)
+        self._loss_entries(cols, self._chain(cols, size, self.p_right, left=False), 1.0)
         return cols
 
     def _entries(self, cols: _Columns, index: np.ndarray, r: np.ndarray, rp: np.ndarray) -> None:
         t = rp - r
-        self._moment_entries(cols, index, r, t.astype(float), self.p_left, self.p_right)
+        left, right = self._sides(r)
+        self._feed(cols, index, r, left, self.p_left, t[left.columns].astype(float))
+        self._feed(cols, index, r, right, self.p_right, t[right.columns].astype(float))
         # the loss rows i strictly between (r <= i < r' or r' < i < r) get G[i, r] 2 |r' - i|
         length = np.where(t > 0, t, np.maximum(-t - 1, 0))
         owner = np.repeat(np.arange(r.size), length)
@@ -558,8 +635,14 @@ class _SquaredForm(_ChainForm):
     in the loss rows, ``V-_i = -2 Q-_i + U-_i``, needs a chain:
     ``V-_i = alpha V-_(i-1) - 2 alpha P-_(i-1) + g_i s_i``; on the right
     ``V+_i = 2 Q+_i + U+_i = alpha V+_(i+1) + 2 P+_i + alpha g_(i+1) s_(i+1)``.
-    Two chains fewer than Q and U apart: the master has 6(n+1) + |S| rows, not
-    8(n+1) + |S|, and every simplex iteration is cheaper.
+    Two chains fewer than Q and U apart: the master has (n+1) + 5|S| rows, not
+    (n+1) + 7|S|, and every simplex iteration is cheaper.
+
+    Across a step D = q - p between counts of S (the chains live on S only):
+    ``V-_q = alpha^D V-_p - 2 D alpha^D P-_p + sum_{p<r<=q} g_r alpha^(q-r) (s_r - 2 (q-r) delta_r)``
+    and ``V+_p = alpha^D V+_q + 2 D P+_p + sum_{p<r<=q} g_r alpha^(r-p) (s_r + 2 (r-q) delta_r)``
+    (Q+_p = alpha^D (Q+_q + D P+_q) + ... with alpha^D P+_q = P+_p - ...; D = 1 gives the
+    one-step recurrences above; past the last count a virtual next count one further).
     """
 
     #: The middle start made squared loss erratic (alpha = 0.5: n = 1000 0.29 -> 2.1 s,
@@ -575,20 +658,25 @@ class _SquaredForm(_ChainForm):
         self._loss_rows(self.identity_losses)
 
     def auxiliary(self) -> _Columns:
-        size = self.n + 1
+        size = self.positions.size
         cols = _Columns(4 * size)
         p_left = self._chain(cols, 0, self.p_left, left=True)
-        cols.put(p_left[:-1], self.v_left[1:], 2.0 * self.alpha)
+        cols.put(p_left[:-1], self.v_left[1:], 2.0 * self.step * self.alpha**self.step)
         p_right = self._chain(cols, size, self.p_right, left=False)
-        cols.put(p_right, self.v_right, -2.0)
+        cols.put(p_right, self.v_right, -2.0 * self.next_step)
         self._loss_entries(cols, self._chain(cols, 2 * size, self.v_left, left=True), 1.0)
         self._loss_entries(cols, self._chain(cols, 3 * size, self.v_right, left=False), 1.0)
         return cols
 
     def _entries(self, cols: _Columns, index: np.ndarray, r: np.ndarray, rp: np.ndarray) -> None:
         t = (rp - r).astype(float)
-        self._moment_entries(cols, index, r, t, self.p_left, self.p_right)
-        self._moment_entries(cols, index, r, t * t, self.v_left, self.v_right)
+        left, right = self._sides(r)
+        t_left, t_right = t[left.columns], t[right.columns]
+        self._feed(cols, index, r, left, self.p_left, t_left)
+        self._feed(cols, index, r, right, self.p_right, t_right)
+        self._feed(cols, index, r, left, self.v_left, -2.0 * left.distance * t_left + t_left * t_left)
+        beyond = right.distance - self.next_step[right.position]  # r - (the next count after the right one)
+        self._feed(cols, index, r, right, self.v_right, 2.0 * beyond * t_right + t_right * t_right)
 
 
 class _ZeroOneForm(_Form):

@@ -66,6 +66,14 @@ goal of <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py
   times the gap, and still eight times the goal: not adopted. Nor does output column
   generation apply: with an output left out, the datasets whose value it is pay for it
   (6 nodes, epsilon = 1: 2.55 with all 16 outputs, 4.21 without the first and last).
+* *HiGHS's direct-factorisation interior point, HiPO* (2026-11-26; highspy 1.15.1 with
+  its ``highspy-extras`` package, which highspy 1.16's wheel lacks). On the dual LP of the
+  6-node universe its normal equations stalled at a 7.6e-3 gap and HiGHS restarted with
+  IPX; its augmented system converged in 4.8 s (IPX: 1.04 s). On the 7-node universe the
+  factor has 7.7e7 non-zeros and costs 4e11 flops an iteration (normal equations;
+  augmented system: 1.35e8 and 8.2e11): the coupling of all 28 outputs of a class
+  through its row sum fills in the class graph's separators, and 60 s ended in the
+  first iterations.
 * *Lazy privacy rows on random universes* (2026-11-25), where random values might leave
   most rows slack: they do not. The benchmark's generator at m = 1000, |R| = 50, degree
   10, eps = 1 (497,400 privacy rows): each warm dual-simplex round added every violated
