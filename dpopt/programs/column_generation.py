@@ -291,6 +291,8 @@ Through the benchmark, old code in the same session: alpha = 0.9, squared: the r
 masters, then HiGHS's dualized interior point 49 s and two warm rounds); alpha = 0.99
 squared: random 10% 45.9 -> 31.5 s, S = 10%..40% and 60%..90% 75.9 -> 61.4 s. Absolute
 loss keeps its chains on every count unless S is sparse (:attr:`_AbsoluteForm.ON_S_FRACTION`).
+Squared loss with sparse S also starts from a band of 1 (:meth:`_SquaredForm.initial_band`):
+the random 10% at alpha = 0.9 then takes 28.4 s through the benchmark.
 Measured and not adopted in the same session: HiGHS's IPM first for the even counts on
 the smaller master (74.7 s, 22,103 clean-up pivots after crossover; 86 s in all);
 Clarabel first for the random 10% (15-18 s a master with gaps in S, then 104 s for
@@ -342,6 +344,10 @@ DENSE_DROP = 1e-12
 #: the first chain master then goes to HiGHS (measured at :attr:`_ChainForm.INTERIOR_MAX_GAP`)
 #: and every master's claimed optimum is checked against the exact loss of its remap.
 INTERIOR_MAX_GAP = 0.25
+#: S is "sparse" where it holds at most this fraction of the counts 0..n: absolute loss then
+#: keeps its chains on S only (:attr:`_AbsoluteForm.ON_S_FRACTION`) and squared loss starts
+#: from a narrower band (:meth:`_SquaredForm.initial_band`).
+SPARSE_S_FRACTION = 0.25
 
 
 # ---------------------------------------------------------------------------
@@ -591,7 +597,7 @@ class _AbsoluteForm(_ChainForm):
     #: s) and S = 10%..40% and 60%..90% (alpha = 0.99: 58.7 -> 66.9 s, HiGHS's clean-up
     #: after crossover 142 -> 3134 pivots) lost, as presolve already shrinks the first
     #: master's chains and the rest of the master is as large.
-    ON_S_FRACTION: ClassVar[float] = 0.25
+    ON_S_FRACTION: ClassVar[float] = SPARSE_S_FRACTION
 
     def __init__(self, problem: CountQuery) -> None:
         super().__init__(problem)
@@ -656,6 +662,16 @@ class _SquaredForm(_ChainForm):
         self.v_left, self.v_right = self._chain_rows()
         self.identity_losses = kernel_moments(self.g, self.alpha, 2).second
         self._loss_rows(self.identity_losses)
+        self.sparse_s = self.support.size <= SPARSE_S_FRACTION * (self.n + 1)
+
+    def initial_band(self) -> int:
+        """2, but 1 where S is sparse from IPM_FROM_ALPHA on (its nearest counts join the
+        first master, :func:`side_neighbours`). A random 10% at alpha = 0.9, one process,
+        band 2 -> 1: n = 1000 0.59 -> 0.51 s, 5000 9.1 -> 8.9 s, 10,000 37.5 -> 30.3 s (the
+        first master, HiGHS's IPM, 20.7 -> 13.7 s); alpha = 0.8, n = 5000 6.7 -> 6.5 s; but
+        alpha = 0.5, n = 5000 1.76 -> 1.91 s. Band 0 was erratic (n = 10,000 29.8 s, but n =
+        1000 0.70 s and 5000 12.5 s: 16,305 pivots in one warm round)."""
+        return 1 if self.sparse_s and self.alpha >= self.IPM_FROM_ALPHA else 2
 
     def auxiliary(self) -> _Columns:
         size = self.positions.size

@@ -790,3 +790,15 @@ def test_the_gap_edge_start_reaches_the_band_starts_optimum():
     band = solve_by_column_generation(problem, coarse=False)
     assert started.relative_gap <= 1e-9 and band.relative_gap <= 1e-9
     assert started.upper_bound == pytest.approx(band.upper_bound, rel=2e-9)
+
+
+@pytest.mark.parametrize(("side", "alpha", "band"), [
+    (list(range(0, 41, 5)), 0.9, 1),  # 9 of 41 counts: sparse
+    (list(range(0, 41, 2)), 0.9, 2),  # the even counts: not sparse
+    (list(range(0, 41, 5)), 0.5, 2),  # primal simplex first: the band stays
+])
+def test_squared_first_band_narrows_where_s_is_sparse(side, alpha, band):
+    problem = dpopt.CountQuery(n=40, alpha=alpha, loss="squared", side_information=side)
+    form = _form_for(problem)
+    assert form.initial_band() == band
+    assert form.positions.tolist() == side  # squared loss keeps its chains on S alone
