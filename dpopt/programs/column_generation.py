@@ -300,7 +300,11 @@ HiGHS from scratch); primal simplex first for the random 10% (23,498 pivots, 24 
 slow as the interior point); a dense form with one row per count of S and entries cut
 below 1e-12 (fewer rows, 66 entries a column: 120 s for the first master); HiGHS's
 HiPO interior point (highspy 1.15.1 with ``highspy-extras``; 1.16's wheel lacks it) on
-the random 10%'s first master: 192 iterations, 45 s against IPX's 30 s.
+the random 10%'s first master: 192 iterations, 45 s against IPX's 30 s. One interior
+master instead of INTERIOR_ROUNDS before HiGHS takes over: the even counts, alpha = 0.9, n =
+10,000, 79.5 -> 45.9 s (the dualized fallback 49 -> 37 s on a master with fewer columns, and
+no 16.7 s warm round after it), but n = 5000 16.0 -> 18.4 s and at alpha = 0.99 12.0 -> 25.0
+s, so not adopted; nor the fallback without dualizing (72 s, 25,983 clean-up pivots).
 
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
