@@ -290,7 +290,7 @@ Through the benchmark, old code in the same session: alpha = 0.9, squared: the r
 65.6 -> 37.9 s, the even counts 186.6 -> 117.7 s (one process: 79.5 s; its three Clarabel
 masters, then HiGHS's dualized interior point 49 s and two warm rounds); alpha = 0.99
 squared: random 10% 45.9 -> 31.5 s, S = 10%..40% and 60%..90% 75.9 -> 61.4 s. Absolute
-loss keeps its chains on every count unless S is sparse (:attr:`_AbsoluteForm.ON_S_FRACTION`).
+loss keeps its chains on every count unless S is sparse (:attr:`_AbsoluteForm.CHAINS_ALWAYS_ON_S`).
 Squared loss with sparse S also starts from a band of 1 (:meth:`_SquaredForm.initial_band`):
 the random 10% at alpha = 0.9 then takes 28.4 s through the benchmark.
 Measured and not adopted in the same session: HiGHS's IPM first for the even counts on
@@ -349,7 +349,7 @@ DENSE_DROP = 1e-12
 #: and every master's claimed optimum is checked against the exact loss of its remap.
 INTERIOR_MAX_GAP = 0.25
 #: S is "sparse" where it holds at most this fraction of the counts 0..n: absolute loss then
-#: keeps its chains on S only (:attr:`_AbsoluteForm.ON_S_FRACTION`) and squared loss starts
+#: keeps its chains on S only (:attr:`_AbsoluteForm.CHAINS_ALWAYS_ON_S`) and squared loss starts
 #: from a narrower band (:meth:`_SquaredForm.initial_band`).
 SPARSE_S_FRACTION = 0.25
 
@@ -460,7 +460,7 @@ class _Form(ABC):
 class _ChainForm(_Form):
     """Shared chain variables: left ``sum_{r<=i} g_r alpha^(i-r) f_r`` and right twins
     ``sum_{r>i}``, kept only at the counts i of S (the only places the loss rows read
-    them) where S leaves out enough of 0..n (:attr:`ON_S_FRACTION`), else at every count.
+    them) where S leaves out enough of 0..n (:attr:`CHAINS_ALWAYS_ON_S`), else at every count.
 
     Between consecutive positions p < q the recurrence jumps the gap at once:
     ``L_q = alpha^(q-p) L_p + sum_{p<r<=q} g_r alpha^(q-r) f_r``, so row r of T feeds the
@@ -524,13 +524,15 @@ class _ChainForm(_Form):
             return "interior"
         return "ipm"
 
-    #: The chains live on the counts of S where S holds at most this fraction of 0..n
-    #: (else on every count; see :attr:`_AbsoluteForm.ON_S_FRACTION`).
-    ON_S_FRACTION: ClassVar[float] = 1.0
+    #: The chains live on the counts of S whatever S is (else only where S is sparse; see
+    #: :attr:`_AbsoluteForm.CHAINS_ALWAYS_ON_S`).
+    CHAINS_ALWAYS_ON_S: ClassVar[bool] = True
 
     def __init__(self, problem: CountQuery) -> None:
         super().__init__(problem)
-        on_s = self.support.size <= self.ON_S_FRACTION * (self.n + 1)
+        #: whether S holds at most SPARSE_S_FRACTION of the counts 0..n
+        self.sparse_s = self.support.size <= SPARSE_S_FRACTION * (self.n + 1)
+        on_s = self.CHAINS_ALWAYS_ON_S or self.sparse_s
         #: the counts that carry chain variables; the steps between them, and each one's
         #: step to the next, with a virtual position one past the last
         self.positions = self.support if on_s else np.arange(self.n + 1)
@@ -601,7 +603,7 @@ class _AbsoluteForm(_ChainForm):
     #: s) and S = 10%..40% and 60%..90% (alpha = 0.99: 58.7 -> 66.9 s, HiGHS's clean-up
     #: after crossover 142 -> 3134 pivots) lost, as presolve already shrinks the first
     #: master's chains and the rest of the master is as large.
-    ON_S_FRACTION: ClassVar[float] = SPARSE_S_FRACTION
+    CHAINS_ALWAYS_ON_S: ClassVar[bool] = False
 
     def __init__(self, problem: CountQuery) -> None:
         super().__init__(problem)
@@ -666,7 +668,6 @@ class _SquaredForm(_ChainForm):
         self.v_left, self.v_right = self._chain_rows()
         self.identity_losses = kernel_moments(self.g, self.alpha, 2).second
         self._loss_rows(self.identity_losses)
-        self.sparse_s = self.support.size <= SPARSE_S_FRACTION * (self.n + 1)
 
     def initial_band(self) -> int:
         """2, but 1 where S is sparse from IPM_FROM_ALPHA on (its nearest counts join the
