@@ -486,29 +486,79 @@ def test_the_first_master_is_interior_where_it_is_likely_optimal():
     assert gapped(1000, 0.99, list(range(0, 1001, 2))) == "interior"  # the even counts
 
 
-@pytest.mark.parametrize("loss", ["absolute", "squared"])
-def test_the_mirrored_extension_start_reaches_the_same_certified_optimum(monkeypatch, loss):
-    """Force the fallback after one interior master (n = 800, alpha = 0.9) and predict its
-    basis from n0 = 200: the result must match the default route's certified optimum."""
-    problem = dpopt.CountQuery(n=800, alpha=0.9, loss=loss)
+EVENS_800 = list(range(0, 801, 2))
+
+
+# absolute loss on the even counts starts with HiGHS (_AbsoluteForm.INTERIOR_MAX_GAP): no
+# interior master, no prediction
+@pytest.mark.parametrize(("loss", "side"), [("absolute", None), ("squared", None), ("squared", EVENS_800)],
+                         ids=["absolute", "squared", "squared-evens"])
+def test_the_mirrored_extension_start_reaches_the_same_certified_optimum(monkeypatch, loss, side):
+    """Force the interior first master (n = 800, alpha = 0.9) and predict the basis from
+    n0 = 200 after it: the result must match the default route's certified optimum."""
+    problem = dpopt.CountQuery(n=800, alpha=0.9, loss=loss, side_information=side)
     plain = solve_by_column_generation(problem)
     assert plain.within(1e-9)
     monkeypatch.setattr(cg._ChainForm, "INTERIOR_BAND_RANGE", 0.0)
-    monkeypatch.setattr(cg, "INTERIOR_ROUNDS", 1)
     monkeypatch.setattr(cg, "EXTEND_RANGE", 20.0)
-    installed = []
-    original = cg._Master.install_basis
+    installed, interior = [], []
+    original, original_interior = cg._Master.install_basis, cg._Master.solve_interior
 
     def spy(self, basis, width=1):
         installed.append(original(self, basis, width))
         return installed[-1]
 
+    def spy_interior(self):
+        interior.append(self.form.n)
+        return original_interior(self)
+
     monkeypatch.setattr(cg._Master, "install_basis", spy)
+    monkeypatch.setattr(cg._Master, "solve_interior", spy_interior)
     extended = solve_by_column_generation(problem)
-    assert extended.rounds > 1 and installed == [True]  # the interior master left a gap: the start was used
+    # the interior master left a gap and the prediction was tried right after it, not after
+    # INTERIOR_ROUNDS of them (n0 = 200 has interior masters of its own here)
+    assert extended.rounds > 1 and installed == [True] and interior.count(800) == 1
     assert extended.within(1e-9)
     assert extended.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9)
     assert extended.lower_bound <= plain.upper_bound + 1e-9 and plain.lower_bound <= extended.upper_bound + 1e-9
+
+
+def test_a_predicted_basis_is_checked_exactly_and_refactorised_when_it_drifted(monkeypatch):
+    """HiGHS's updated factors can drift on a predicted basis (n = 10,000: "optimal", and
+    the basis's exact remap 1.9e-3 over on one row). Simulated here by corrupting the first
+    exact solution read after that solve: the run must notice, re-solve the same master on
+    fresh factors, and still certify."""
+    problem = dpopt.CountQuery(n=800, alpha=0.9, loss="squared")
+    monkeypatch.setattr(cg._ChainForm, "INTERIOR_BAND_RANGE", 0.0)
+    monkeypatch.setattr(cg, "EXTEND_RANGE", 40.0)  # n0 = 400: the predicted master is the last
+    strategies, corrupted = [], []
+    original_solve, original_exact = cg._Master.solve, cg._Master.basic_solution
+
+    def solve(self, strategy="primal"):
+        if self.form.n == problem.n:
+            strategies.append(strategy)
+        return original_solve(self, strategy)
+
+    def basic_solution(self, refinement_steps=2):
+        exact = original_exact(self, refinement_steps)
+        if self.form.n == problem.n and strategies[-1:] == ["dual"] and not corrupted and exact is not None:
+            values, duals = exact
+            values = values.copy()
+            diagonal = np.flatnonzero((self.t_rows == 400) & (self.t_cols == 400))
+            far = np.flatnonzero((self.t_rows == 400) & (np.abs(self.t_cols - 400) >= 2))
+            assert diagonal.size == 1 and far.size  # rows of the band hold +-2
+            values[far[0]] += values[diagonal[0]]  # row 400 stays stochastic, its loss rises
+            values[diagonal[0]] = 0.0
+            corrupted.append(True)
+            return values, duals
+        return exact
+
+    monkeypatch.setattr(cg._Master, "solve", solve)
+    monkeypatch.setattr(cg._Master, "basic_solution", basic_solution)
+    result = solve_by_column_generation(problem)
+    assert corrupted == [True]
+    assert strategies[:2] == ["interior", "dual"] and "refactored dual" in strategies
+    assert result.within(1e-9)
 
 
 def test_the_mirrored_extension_applies_only_where_its_picture_holds(monkeypatch):
@@ -531,6 +581,34 @@ def test_the_mirrored_extension_applies_only_where_its_picture_holds(monkeypatch
     assert cg.extended_basis(dpopt.CountQuery(n=800, alpha=0.9, loss="zero_one")) is None
     assert cg.extended_basis(dpopt.CountQuery(n=800, alpha=0.9, loss="squared", side_information=[0, 400, 800])) is None
     assert cg.extended_basis(dpopt.CountQuery(n=300, alpha=0.9, loss="squared")) is None  # n < 2 n0
+
+
+def test_the_mirrored_extension_repeats_a_periodic_s(monkeypatch):
+    """The even counts: n0's S is the even counts of 0..n0, its ends and middle move by
+    even shifts, and the rows in between repeat a period of the rows next to its middle."""
+    assert cg.side_period(dpopt.CountQuery(n=800, alpha=0.9, loss="squared")) == 1
+    assert cg.side_period(dpopt.CountQuery(n=800, alpha=0.9, loss="squared", side_information=EVENS_800)) == 2
+    assert cg.side_period(dpopt.CountQuery(n=9, alpha=0.9, loss="squared", side_information=[1, 4, 7])) == 3
+    assert cg.side_period(dpopt.CountQuery(n=9, alpha=0.9, loss="squared", side_information=[1, 4, 8])) is None
+    assert cg.side_period(dpopt.CountQuery(n=100, alpha=0.9, loss="squared", side_information=list(range(0, 101, 5)))) is None
+    monkeypatch.setattr(cg, "EXTEND_RANGE", 20.0)  # n0 = 200 at alpha = 0.9
+    problem = dpopt.CountQuery(n=800, alpha=0.9, loss="squared", side_information=EVENS_800)
+    basis = cg.extended_basis(problem)
+    assert basis is not None
+    rows = np.bincount(basis.rows, minlength=801)
+    assert rows.min() >= 1 and rows.max() <= 2
+    # one basic variable per master row: T's entries plus the slack loss rows, all on S
+    assert basis.rows.size + basis.slack_rows.size == 801 + len(EVENS_800) - 1
+    assert np.all(basis.slack_rows % 2 == 0)
+    predicted = sparse.csr_array((np.ones(basis.rows.size), (basis.rows, basis.targets)), shape=(801, 801))
+
+    def offsets(r):
+        return sorted(c - r for c in predicted[[r]].indices)
+
+    for r in range(150, 340):  # between n0's left end and n/2's cluster: period 2
+        assert offsets(r) == offsets(r + 2), r
+    assert offsets(150) != offsets(151)  # a two-entry and a one-entry row in turn
+    assert cg.extended_basis(dpopt.CountQuery(n=801, alpha=0.9, loss="squared", side_information=EVENS_800)) is None
 
 
 def test_the_middle_cluster_is_the_run_of_special_rows_around_the_middle():
