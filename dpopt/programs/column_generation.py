@@ -334,6 +334,20 @@ factorised afresh needed 2 more pivots (0.7 s; primal simplex from there: 10,977
 checked before the run stops, and one that fails is re-solved on fresh factors
 (``"refactored dual"`` in :meth:`_Master.solve`).
 
+Bridged clusters, priced ahead (2026-11-26, session 6). S = 10%..40% and 60%..90% of n =
+10,000 at alpha = 0.99 spent two interior-point masters of ~22 s on the bridged problem;
+the columns the second one needed were the rows around the join mapping to weighted means
+just inside either cluster (targets 2947..3000 and 5000..5052 on the hull). The clusters'
+own multipliers, mixed (:func:`mixed_multipliers`: the bound is concave in the weights,
+golden-section search per neighbouring pair), bound the whole problem almost as well as the
+optimum does, so their row minimisers (:func:`mixed_columns`, only for rows between the
+clusters whose best column the joined remap lacks) join the bridged master's first columns,
+and the mixture's bound is kept as a lower bound: one master instead of two. And clusters
+whose hull problems coincide (there: twice S = all on 0..2999) are solved once
+(:func:`_solve_clusters`). Through the benchmark, old code in the same session, squared:
+alpha = 0.99 63.9 -> 43.0 s (before the dedupe; in-process with it 39.8 s), alpha = 0.9
+24.5 -> 13.0 s (in-process; no bridge there, the two clusters certify apart).
+
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
 n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round
@@ -984,6 +998,9 @@ class ColumnGenerationResult:
     route : str
         ``"column generation"``, ``"identity certificate"`` or ``"zero-one flow"``
         (:func:`solve_zero_one_by_flow`; rounds = 1 flow LP solve).
+    multipliers : numpy.ndarray or None
+        Column generation's multipliers on S (length n + 1, zero off S, summing to 1)
+        whose Lagrangian bound is ``lower_bound``; None from the other routes.
     """
 
     mechanism: FactoredMechanism
@@ -997,6 +1014,7 @@ class ColumnGenerationResult:
     history: list[dict[str, float]]
     master_failure: str = ""
     route: str = "column generation"
+    multipliers: np.ndarray | None = None
 
     @property
     def gap(self) -> float:
@@ -1908,8 +1926,12 @@ def _embedded(problem: CountQuery, on_hull: ColumnGenerationResult) -> ColumnGen
         vals.append(v)
     remap = sparse.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n + 1, n + 1))
     mechanism, losses = evaluated(problem, remap)
+    multipliers = None
+    if on_hull.multipliers is not None:
+        multipliers = np.zeros(n + 1)
+        multipliers[low : high + 1] = on_hull.multipliers
     return dataclasses.replace(on_hull, mechanism=mechanism, upper_bound=float(losses.max()), row_losses=losses,
-                               route=f"{on_hull.route} on the hull {low}..{high} of S")
+                               route=f"{on_hull.route} on the hull {low}..{high} of S", multipliers=multipliers)
 
 
 #: S is cut into clusters where it has a gap of at least this many noise scales
@@ -1978,6 +2000,83 @@ def bridge_columns(problem: CountQuery, parts: list[np.ndarray], joined: sparse.
     return r[keep], c[keep]
 
 
+def mixed_multipliers(problem: CountQuery, parts: list[np.ndarray | None], sweeps: int = 2,
+                      steps: int = 40) -> tuple[np.ndarray, float] | None:
+    """The clusters' multipliers mixed for the best Lagrangian bound on the whole problem.
+
+    The bound is concave in the mixture weights, so each pair of neighbouring clusters
+    shares its weight by golden-section search (``steps`` evaluations, O(n) each), for
+    ``sweeps`` passes. Returns (multipliers, bound), or None if a cluster has none.
+    """
+    if any(lam is None for lam in parts):
+        return None
+    empty = sparse.csr_array((problem.n + 1, problem.n + 1))
+
+    def bound(w: np.ndarray) -> float:
+        return _price(problem, np.tensordot(w, parts, axes=1), empty).lower_bound
+
+    weights = np.full(len(parts), 1.0 / len(parts))
+    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+    for _ in range(sweeps):
+        for c in range(len(parts) - 1):
+            pair = weights[c] + weights[c + 1]
+
+            def split(x: float, c: int = c, pair: float = pair) -> float:
+                w = weights.copy()
+                w[c], w[c + 1] = x * pair, (1.0 - x) * pair
+                return bound(w)
+
+            low, high = 0.0, 1.0
+            for _ in range(steps):
+                a, b = high - ratio * (high - low), low + ratio * (high - low)
+                if split(a) < split(b):
+                    low = a
+                else:
+                    high = b
+            x = (low + high) / 2.0
+            weights[c], weights[c + 1] = x * pair, (1.0 - x) * pair
+    lam = np.tensordot(weights, parts, axes=1)
+    return lam, bound(weights)
+
+
+def mixed_columns(problem: CountQuery, parts: list[np.ndarray], lam: np.ndarray,
+                  initial: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's best columns (and their neighbours) priced with ``lam``, for the rows
+    between the clusters' edges whose best column is not among their ``initial`` ones."""
+    n = problem.n
+    pricing = _price(problem, lam, sparse.csr_array((n + 1, n + 1)))
+    rows = np.arange(n + 1)
+    between = np.zeros(n + 1, dtype=bool)
+    for left, right in zip(parts, parts[1:]):
+        between |= (rows > left[-1]) & (rows < right[0])
+    between &= ~np.isin(rows * (n + 1) + pricing.row_argmin, initial[0] * (n + 1) + initial[1])
+    rows = rows[between]
+    targets = pricing.row_argmin[rows][:, None]
+    if pricing.nearby is not None:
+        targets = np.hstack([targets, pricing.nearby[rows]])
+    return np.repeat(rows, targets.shape[1]), targets.ravel()
+
+
+def _solve_clusters(problem: CountQuery, parts: list[np.ndarray], tolerance: float) -> list[ColumnGenerationResult]:
+    """Each cluster of S alone, on its hull; clusters whose hull problems are the same (S =
+    10%..40% and 60%..90% of n: two copies of S = all on 0..3n/10) are solved once."""
+    solved: dict[tuple[int, tuple[int, ...]], ColumnGenerationResult] = {}
+    results = []
+    for part in parts:
+        alone = CountQuery(n=problem.n, alpha=problem.alpha, loss=problem.loss_name, side_information=part.tolist())
+        hull = hull_problem(alone)
+        if hull is None:
+            results.append(solve_by_column_generation(alone, tolerance=tolerance))
+            continue
+        key = (hull.n, hull.support)
+        fresh = key not in solved
+        if fresh:
+            solved[key] = solve_by_column_generation(hull, tolerance=tolerance)
+        embedded = _embedded(alone, solved[key])
+        results.append(embedded if fresh else dataclasses.replace(embedded, rounds=0, history=[], seconds=0.0))
+    return results
+
+
 def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scales: float = CLUSTER_GAP_SCALES,
                       max_rounds: int = 500, progress: Callable[[dict[str, float]], None] | None = None
                       ) -> ColumnGenerationResult | None:
@@ -2005,8 +2104,7 @@ def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scal
         return None
     start = time.perf_counter()
     n = problem.n
-    results = [solve_by_column_generation(CountQuery(n=n, alpha=problem.alpha, loss=problem.loss_name,
-                                                     side_information=part.tolist()), tolerance=tolerance) for part in parts]
+    results = _solve_clusters(problem, parts, tolerance)
     middles = [(left[-1] + right[0]) // 2 for left, right in zip(parts, parts[1:])]
     owner = np.searchsorted(np.asarray(middles), np.arange(n + 1), side="left")  # rows r <= middle: the left cluster
     pieces = []
@@ -2025,9 +2123,14 @@ def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scal
             columns=int(mechanism.remap.nnz), master_objective=upper, row_losses=losses, seconds=time.perf_counter() - start,
             history=history, route=f"{len(parts)} clusters of S solved apart ({results[0].route}, ...)",
         )
+    initial = bridge_columns(problem, parts, joined)
+    mixed = mixed_multipliers(problem, [result.multipliers for result in results])
+    if mixed is not None:
+        lower = max(lower, mixed[1])
+        initial = tuple(np.concatenate(pair) for pair in zip(initial, mixed_columns(problem, parts, mixed[0], initial)))
     try:
         bridged = solve_by_column_generation(problem, tolerance=tolerance, max_rounds=max_rounds, progress=progress,
-                                             hull=False, split=False, initial=bridge_columns(problem, parts, joined))
+                                             hull=False, split=False, initial=initial)
     except SolverError:
         return None
     if bridged.lower_bound < lower:  # the clusters' bound is as valid
@@ -2144,14 +2247,15 @@ def solve_by_column_generation(
     if flow_support is not None:
         master.add_remap_columns(*flow_support)
     history: list[dict[str, float]] = []
-    best_lower = -np.inf
+    best_lower, best_multipliers = -np.inf, None
 
     def price(duals: np.ndarray) -> Pricing:
-        nonlocal best_lower
+        nonlocal best_lower, best_multipliers
         lam = np.zeros(n + 1)
         lam[support] = _multipliers(duals, support.size)
         pricing = _price(problem, lam, master.structure())
-        best_lower = max(best_lower, pricing.lower_bound)
+        if pricing.lower_bound > best_lower:
+            best_lower, best_multipliers = pricing.lower_bound, lam
         return pricing
 
     exact_pricing: Pricing | None = None  # the pricing of the last polish's exact duals
@@ -2300,4 +2404,5 @@ def solve_by_column_generation(
         seconds=time.perf_counter() - start,
         history=history,
         master_failure=failure,
+        multipliers=best_multipliers,
     )

@@ -733,6 +733,62 @@ def test_interacting_clusters_are_bridged_to_the_whole_problems_optimum(loss):
     _assert_equals_the_whole_problem(problem, bridged)
 
 
+@pytest.mark.parametrize("side", [None, list(range(40, 161)), list(range(0, 31)) + list(range(170, 201))],
+                         ids=["all", "hull", "two parts"])
+def test_column_generation_returns_the_multipliers_of_its_lower_bound(side):
+    """The multipliers sit on S (on 0..n, also when solved on S's hull), sum to 1, and
+    priced independently (the dense Lagrangian costs) give exactly the lower bound."""
+    problem = dpopt.CountQuery(n=200, alpha=0.8, loss="squared", side_information=side)
+    result = solve_by_column_generation(problem, split=False, closed_forms=False)
+    lam = result.multipliers
+    assert lam.shape == (201,) and lam.sum() == pytest.approx(1.0) and (lam >= 0).all()
+    assert not lam[np.setdiff1d(np.arange(201), problem.support)].any()
+    bound = cg.lagrangian_costs(problem, lam).min(axis=1).sum()
+    assert bound == pytest.approx(result.lower_bound, rel=1e-12)
+
+
+def test_mixed_multipliers_bound_at_least_each_clusters_own_and_at_most_the_optimum():
+    n, alpha, s = 300, 0.9, list(range(0, 31)) + list(range(270, 301))
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss="squared", side_information=s)
+    parts = cg.clusters_of(problem)
+    alone = [solve_by_column_generation(dpopt.CountQuery(n=n, alpha=alpha, loss="squared", side_information=p.tolist()))
+             for p in parts]
+    lam, bound = cg.mixed_multipliers(problem, [r.multipliers for r in alone])
+    assert bound == pytest.approx(cg.lagrangian_costs(problem, lam).min(axis=1).sum(), rel=1e-12)
+    each = [cg.lagrangian_costs(problem, r.multipliers).min(axis=1).sum() for r in alone]
+    assert bound >= max(each) - 1e-12 * abs(bound)
+    whole = solve_by_column_generation(problem, split=False, hull=False)
+    assert bound <= whole.upper_bound * (1 + 1e-12)
+    assert bound > max(each) + 1e-6 * abs(bound)  # the mixture is worth having here
+    assert cg.mixed_multipliers(problem, [alone[0].multipliers, None]) is None
+    # its best columns for the rows between the clusters (31..269), skipping those already held
+    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    rows, targets = cg.mixed_columns(problem, parts, lam, none)
+    assert set(rows.tolist()) == set(range(31, 270)) and ((targets >= 0) & (targets <= n)).all()
+    assert cg.mixed_columns(problem, parts, lam, (rows, targets))[0].size == 0
+
+
+def test_clusters_with_the_same_hull_problem_are_solved_once(monkeypatch):
+    """S = 0..30 and 270..300: both clusters are S = all on 0..30 after the hull shift, so
+    that problem is solved once and embedded twice (the result still equals the whole one's)."""
+    problem = dpopt.CountQuery(n=300, alpha=0.9, loss="squared", side_information=list(range(0, 31)) + list(range(270, 301)))
+    sizes = []
+    original = cg.solve_by_column_generation
+
+    def spy(p, **kwargs):
+        sizes.append(p.n)
+        return original(p, **kwargs)
+
+    monkeypatch.setattr(cg, "solve_by_column_generation", spy)
+    results = cg._solve_clusters(problem, cg.clusters_of(problem), 1e-10)
+    assert sizes == [30]
+    assert [r.rounds > 0 for r in results] == [True, False]
+    for result, part in zip(results, cg.clusters_of(problem)):
+        alone = dpopt.CountQuery(n=300, alpha=0.9, loss="squared", side_information=part.tolist())
+        assert result.upper_bound == pytest.approx(original(alone).upper_bound, rel=1e-9)
+        assert not result.multipliers[np.setdiff1d(np.arange(301), part)].any()
+
+
 def test_bridge_columns_hold_only_the_rows_deep_inside_a_gap():
     n, alpha = 300, 0.9  # one noise scale = 10 counts: deep = more than 10 from S and 30 from the join at 150
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss="absolute", side_information=list(range(0, 31)) + list(range(270, 301)))
