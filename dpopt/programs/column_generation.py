@@ -348,6 +348,16 @@ whose hull problems coincide (there: twice S = all on 0..2999) are solved once
 alpha = 0.99 63.9 -> 43.0 s (before the dedupe; in-process with it 39.8 s), alpha = 0.9
 24.5 -> 13.0 s (in-process; no bridge there, the two clusters certify apart).
 
+Still over the issue's 20 s: a random 10% of n = 10,000, squared, alpha = 0.9 (28 s). Its
+first master is HiGHS's interior point, 94 iterations (the last 40 take the gap from 1e-5
+to 1e-12, ~5 s) and 2,456 crossover pivots, ~15 s; then warm rounds of 5,184, 7,787 and a
+few hundred pivots. Measured this session and not adopted: every count between a row and
+its nearest counts of S (up to 3 / 8 away) in the first master: the warm rounds fell to
+6.3 / 8.6 s, but the first master took 26 / 61 s (111 / 128 iterations); HiGHS's
+``ipm_optimality_tolerance`` (1e-6, 1e-8) did not change IPX's iterations on this master.
+Bridged masters dualized (``ipx_dualize_strategy = 1``): 29 s against 21 s. Their second
+round by warm primal or dual simplex instead of the interior point: 404 s / 87 s against 23 s.
+
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
 n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round
