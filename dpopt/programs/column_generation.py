@@ -332,7 +332,11 @@ row (HiGHS's values 0.15 off SuperLU's: its updated factors had drifted); the sa
 factorised afresh needed 2 more pivots (0.7 s; primal simplex from there: 10,977 pivots,
 59 s; from scratch: 80,196). So a master solved from a predicted basis has its exact remap
 checked before the run stops, and one that fails is re-solved on fresh factors
-(``"refactored dual"`` in :meth:`_Master.solve`).
+(``"refactored dual"`` in :meth:`_Master.solve`). At n = 16,000 (S = all, squared) the
+early prediction drifted too (1.9e-3 over), the fresh-factor dual simplex ended "Unknown"
+after 151 pivots and the cold interior point that followed ran more than 9 minutes, so
+beyond EARLY_EXTENSION_MAX_N = 10,000 the prediction waits for INTERIOR_ROUNDS masters as
+before (README: 333 s there, not re-measured).
 
 Bridged clusters, priced ahead (2026-11-26, session 6). S = 10%..40% and 60%..90% of n =
 10,000 at alpha = 0.99 spent two interior-point masters of ~22 s on the bridged problem;
@@ -1065,6 +1069,11 @@ HIGHS_OPTIONS = {
 CLARABEL_OPTIONS = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "tol_ktratio": 1e-10}
 #: How the masters started from a predicted basis (:func:`extended_basis`) are solved.
 PREDICTED = ("predicted dual", "refactored dual")
+#: Up to this n the predicted basis is tried after the first interior master that leaves a
+#: gap (beyond it, after INTERIOR_ROUNDS of them, as before): at n = 16,000 (S = all,
+#: squared, alpha = 0.9) the early prediction's dual simplex drifted as at 10,000, but the
+#: re-solve on fresh factors ended "Unknown" and the cold interior point ran > 9 minutes.
+EARLY_EXTENSION_MAX_N = 10_000
 #: Interior remap values at or below this are set to 0 (an interior point leaves every
 #: column slightly positive); the certificate is computed on what is kept.
 INTERIOR_DROP = 1e-13
@@ -2305,7 +2314,8 @@ def solve_by_column_generation(
     polished = False  # whether incumbent was recomputed from the basis (basic_solution)
     failure = ""
     extension_tried = False  # whether extended_basis was tried (once, before the fallback)
-    extendable = extension_plan(problem) is not None
+    # the prediction right after the first interior master, where that was measured to pay
+    extendable = extension_plan(problem) is not None and n <= EARLY_EXTENSION_MAX_N
     refactored = False  # whether a predicted basis's solve was re-run on fresh factors
     for round_number in range(1, max_rounds + 1):
         if strategy == "dualized ipm" and not extension_tried:
