@@ -1497,15 +1497,17 @@ def extended_basis(problem: CountQuery, *, tolerance: float = 1e-10) -> Extended
     source_left = half0 - width - period + (inner_left - (half0 - width)) % period
     source_right = half0 + width + 1 + (inner_right - (middle + width + 1)) % period
     new_rows, new_targets = [rows0 + moved], [targets0 + moved]
+    per_row = np.bincount(rows0, minlength=n0 + 1)
+    order = np.argsort(rows0, kind="stable")
+    sorted_rows, offsets0 = rows0[order], (targets0 - rows0)[order]
     for inner, source in ((inner_left, source_left), (inner_right, source_right)):
-        count = np.bincount(rows0, minlength=n0 + 1)[source]
-        order = np.argsort(rows0, kind="stable")
-        starts = np.searchsorted(rows0[order], source)
+        count = per_row[source]
         rank = _ranges(count)
-        index = np.repeat(starts, count) + rank
-        by_rank = np.lexsort((np.repeat(inner, count), rank))  # first entries first, as rows0
-        new_rows.append(np.repeat(inner, count)[by_rank])
-        new_targets.append((targets0[order][index] - rows0[order][index] + np.repeat(inner, count))[by_rank])
+        index = np.repeat(np.searchsorted(sorted_rows, source), count) + rank
+        repeated = np.repeat(inner, count)
+        by_rank = np.lexsort((repeated, rank))  # first entries first, as rows0
+        new_rows.append(repeated[by_rank])
+        new_targets.append((offsets0[index] + repeated)[by_rank])
     slack_rows = slack0 + np.take(shifts, part(slack0))
     return ExtendedBasis(np.concatenate(new_rows), np.concatenate(new_targets), slack_rows)
 
