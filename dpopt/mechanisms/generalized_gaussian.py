@@ -394,9 +394,13 @@ def pdp_scale_monte_carlo(
         # c_j = sum_k C(p, j) |E_k|^(p-j) Delta_k^j for j = 1..p-1, per draw
         c = np.einsum("j,nkj->nj", coef, e[:, :, None] ** (order - j)[None, None, :] * deltas[None, :, None] ** j[None, None, :])
 
-        def excess(log_b: np.ndarray, c: np.ndarray = c) -> np.ndarray:
-            inv = np.exp(-log_b)[:, None]
-            return np.sum(c * inv ** j[None, :], axis=1) + lp**order * inv[:, 0] ** order - eps
+        def excess(log_b: np.ndarray, rows: np.ndarray = np.ascontiguousarray(c.T)) -> np.ndarray:
+            # Horner in x = 1/b: x (c_1 + x (c_2 + ... + x (c_(p-1) + x Delta_p^p))) - epsilon
+            x = np.exp(-log_b)
+            total = np.full_like(x, lp**order)
+            for coefficient in rows[::-1]:
+                total = total * x + coefficient
+            return total * x - eps
 
         lo = np.full(draws, math.log(lp) - 0.5 * math.log(eps) - 40.0)
         hi = np.full(draws, math.log(lp) + 40.0)

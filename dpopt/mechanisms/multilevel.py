@@ -75,18 +75,24 @@ def coalition_likelihood(n: int, alphas: Sequence[float | Fraction], releases: d
     pass. Exact with :class:`~fractions.Fraction` alphas.
     """
     remaps = chain_remaps(n, alphas)
-    likelihood = []
-    for d in range(n + 1):
-        v = geometric_matrix(n, alphas[0])[d, :].copy()
-        for level in range(len(alphas)):
-            if level in releases:
-                keep = np.zeros(n + 1, dtype=v.dtype)
-                keep[releases[level]] = v[releases[level]]
-                v = keep
-            if level < len(remaps):
-                v = v @ remaps[level]
-        likelihood.append(v.sum())
-    return np.array(likelihood, dtype=object if isinstance(alphas[0], Fraction) else float)
+    forward = geometric_matrix(n, alphas[0])  # row d: the law of the current level given true count d
+    # After the first released level, forward = outer(weight, law): kept as the two vectors,
+    # so each later level costs a vector-matrix product (exact Fractions are slow).
+    weight: np.ndarray | None = None
+    law = np.zeros(0)
+    for level in range(len(alphas)):
+        if level in releases:
+            r = releases[level]
+            weight = forward[:, r] if weight is None else weight * law[r]
+            law = np.zeros(n + 1, dtype=forward.dtype)
+            law[r] = 1
+        if level < len(remaps):
+            if weight is None:
+                forward = forward @ remaps[level]
+            else:
+                law = law @ remaps[level]
+    likelihood = forward.sum(axis=1) if weight is None else weight * law.sum()
+    return np.array(list(likelihood), dtype=object if isinstance(alphas[0], Fraction) else float)
 
 
 def coalition_posterior(n: int, alphas: Sequence[float | Fraction], releases: dict[int, int], prior: Sequence[Any]) -> np.ndarray:

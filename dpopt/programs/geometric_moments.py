@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import lfilter
 
 __all__ = ["KernelMoments", "kernel_moments"]
 
@@ -56,6 +55,8 @@ class KernelMoments:
 
 
 def _one_side(w: np.ndarray, alpha: float, order: int) -> tuple[np.ndarray, ...]:
+    from scipy.signal import lfilter  # here, not at module level: scipy.signal imports scipy.stats (~1 s per CLI start)
+
     zero = lfilter([1.0], [1.0, -alpha], w)
     moments = [zero]
     if order >= 1:

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpopt.dx import mechanisms
 from dpopt.dx.evaluation import baseline_scale, empirical_rmse, improvement_factor
 from dpopt.dx.mechanisms import DXExponentialMechanism, DXLaplaceMechanism, dx_mwem
 from dpopt.dx.metric import DXMetric
@@ -55,12 +54,22 @@ def test_exponential_mechanism_checks_theorem_3():
     assert np.abs(np.log(p) - np.log(mech.probabilities(moved))).max() <= METRIC.matrix[0, 7] * (1 + 1e-12)
 
 
-def test_smallest_scale_scanned_in_blocks_equals_a_loop_over_pairs(monkeypatch):
+def test_smallest_scale_equals_a_loop_over_pairs_and_the_refusal_names_the_binding_pair():
     utilities = RNG.uniform(0, 1, (3, 20))
-    by_loop = max(np.abs(utilities[:, a] - utilities[:, b]).max() / METRIC.matrix[a, b]
-                  for a in range(20) for b in range(a + 1, 20))
-    monkeypatch.setattr(mechanisms, "PAIR_BLOCK_ENTRIES", 7)  # blocks of 2 pairs, the last one short
-    assert DXExponentialMechanism.smallest_scale(utilities, METRIC) == pytest.approx(by_loop, rel=1e-15)
+    ratios = {(a, b): np.abs(utilities[:, a] - utilities[:, b]).max() / METRIC.matrix[a, b]
+              for a in range(20) for b in range(a + 1, 20)}
+    worst = max(ratios, key=ratios.get)
+    assert DXExponentialMechanism.smallest_scale(utilities, METRIC) == pytest.approx(ratios[worst], rel=1e-15)
+    with pytest.raises(InvalidParameterError, match=rf"pair \({worst[0]}, {worst[1]}\)"):
+        DXExponentialMechanism(utilities, 0.999 * ratios[worst], METRIC)
+    with pytest.raises(InvalidParameterError, match="'utilities'"):
+        DXExponentialMechanism.smallest_scale(utilities[:, :5], METRIC)
+
+
+def test_a_pair_at_distance_zero_needs_equal_utilities():
+    metric = DXMetric(np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]))
+    assert DXExponentialMechanism.smallest_scale([[0.0, 0.0, 1.0], [1.0, 1.0, 0.0]], metric) == 1.0
+    assert DXExponentialMechanism.smallest_scale([[0.0, 0.5, 1.0], [1.0, 1.0, 0.0]], metric) == np.inf
 
 
 def test_mwem_runs_seeded_and_refuses_non_private_queries():

@@ -9,7 +9,9 @@ from scipy import stats
 
 import dpopt
 from dpopt.mechanisms.geometric import geometric_matrix
-from dpopt.mechanisms.multilevel import chain_marginals, coalition_posterior, level_remap, verify_chain_exact
+from dpopt.mechanisms.multilevel import (
+    chain_marginals, chain_remaps, coalition_likelihood, coalition_posterior, level_remap, verify_chain_exact,
+)
 from dpopt.validation import InvalidParameterError
 
 levels = st.lists(st.floats(0.02, 0.98), min_size=2, max_size=4, unique=True).map(sorted).filter(
@@ -88,6 +90,26 @@ def test_lemma_4_a_coalition_learns_what_its_least_private_member_learns(n, leve
         pooled = coalition_posterior(n, alphas, releases, prior)
         alone = coalition_posterior(n, alphas, {coalition[0]: values[0]}, prior)
         assert list(pooled) == list(alone)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1, 3), levels=st.integers(2, 3), data=st.data())
+def test_coalition_likelihood_is_the_sum_over_every_chain(n, levels, data):
+    """The forward pass against brute force: P(releases | d) summed over all chains (r_1, .., r_k), exactly."""
+    alphas = sorted(data.draw(st.sets(st.fractions(Fraction(1, 20), Fraction(19, 20), max_denominator=20),
+                                      min_size=levels, max_size=levels)))
+    coalition = sorted(data.draw(st.sets(st.integers(0, levels - 1), min_size=1, max_size=levels)))
+    releases = {level: data.draw(st.integers(0, n)) for level in coalition}
+    first, remaps = geometric_matrix(n, alphas[0]), chain_remaps(n, alphas)
+    for d, likelihood in enumerate(coalition_likelihood(n, alphas, releases)):
+        total = Fraction(0)
+        for chain in itertools.product(range(n + 1), repeat=levels):
+            if all(chain[level] == value for level, value in releases.items()):
+                p = first[d, chain[0]]
+                for level, remap in enumerate(remaps):
+                    p *= remap[chain[level], chain[level + 1]]
+                total += p
+        assert likelihood == total
 
 
 def test_lemma_4_fails_for_independent_releases():
