@@ -361,6 +361,21 @@ its nearest counts of S (up to 3 / 8 away) in the first master: the warm rounds 
 ``ipm_optimality_tolerance`` (1e-6, 1e-8) did not change IPX's iterations on this master.
 Bridged masters dualized (``ipx_dualize_strategy = 1``): 29 s against 21 s. Their second
 round by warm primal or dual simplex instead of the interior point: 404 s / 87 s against 23 s.
+Session 7 (2026-11-26, one process, baseline 28.7 s): where the time goes. The optimal
+support has 10,641 entries inside S's hull, 1,828 of them absent from the first master,
+and 1,639 of those lie in 6000..9993, where the multipliers are (mass above 1e-9 from
+6486 on, 99% in 8457..9686). Nearly all are a whole row (median value 1) moved 2-10
+counts off the diagonal to a count near, not in, S. The warm rounds' ~13,000 pivots are
+those rows walking there; the first master's multipliers are too rough to send them in
+one step. Not adopted: ``NEARBY_WIDTH`` 1 or 6 (29.1 / 32.3 s: the same pivots); primal
+edge weights Dantzig or steepest edge (37.4 / 66.2 s); the first master dualized (IPX 50 s),
+without presolve (16 s) or unscaled (13 s against 14 s, noise); Clarabel masters first
+(5.8, 9.0, 11.2 s, then the dualized fallback from scratch 212 s). Windows: S cut into
+four windows of 2500 counts with 300 counts of margin, each solved alone on its hull
+(21 s together), gave a window bound 1.5e-7 below the optimum (its multipliers reach
+3500 counts below their peak) and, joined, a remap 17% above it: the hull's ends move
+rows inward for ~1000 counts (as at S = all), so the margins would have to be wider than
+the windows.
 
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because

@@ -74,6 +74,12 @@ goal of <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py
   augmented system: 1.35e8 and 8.2e11): the coupling of all 28 outputs of a class
   through its row sum fills in the class graph's separators, and 60 s ended in the
   first iterations.
+* *Rows shared by (edge count, triangle count)* (2026-11-26): the LP restricted to one row
+  per such group (49 groups on 6 nodes, ~300 on 7; privacy between groups holding a
+  neighbouring pair) is an upper bound only: 6 nodes 0.6%, 0.6%, 1.9%, 5.6% above the
+  optimum at epsilon 0.5, 1, 2, 4; 7 nodes 0.18%, 0.67%, 1.9%, 9.3% (3-19 s through
+  cvxpy). The optimum's rows differ inside the groups (spread up to 0.5 on 6 nodes), as
+  colour refinement predicted, so aggregation would need refining towards all 1044 rows.
 * *Lazy privacy rows on random universes* (2026-11-25), where random values might leave
   most rows slack: they do not. The benchmark's generator at m = 1000, |R| = 50, degree
   10, eps = 1 (497,400 privacy rows): each warm dual-simplex round added every violated
