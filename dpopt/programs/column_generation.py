@@ -1266,7 +1266,7 @@ class _Master:
         values = np.where(x[self.first_t :] > INTERIOR_DROP, x[self.first_t :], 0.0)
         return float(solution.obj_val) / self.objective_scale, values, duals
 
-    def solve(self, strategy: str = "primal") -> tuple[float, np.ndarray, np.ndarray]:
+    def solve(self, strategy: str = "primal", *, checked: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
         """Solve the restricted master.
 
         ``strategy``: ``"primal"`` (primal simplex: added columns keep the basis
@@ -1275,6 +1275,9 @@ class _Master:
         (``"refactored dual"``: from the current basis factorised afresh) or ``"ipm"`` (interior point + crossover, from scratch; ``"dualized ipm"``: on
         the master's dual), or ``"interior"``
         (Clarabel, :meth:`solve_interior`). On failure the others are tried from scratch.
+        ``checked``: the caller verifies the basis exactly before trusting it (a master
+        solved from a predicted basis), so a simplex run that HiGHS marks "Unknown" only
+        for its objective check is accepted (:meth:`_simplex_optimal`).
         """
         if strategy == "interior":
             try:
@@ -1304,7 +1307,7 @@ class _Master:
                 self.h.clearSolver()
             self.h.run()
             status = self.h.getModelStatus()
-            if status == highspy.HighsModelStatus.kOptimal:
+            if status == highspy.HighsModelStatus.kOptimal or (checked and warm and attempt == "dual" and self._simplex_optimal(status)):
                 break
         else:
             raise SolverError("HIGHS", self.h.modelStatusToString(status), "(column generation master)")
@@ -1313,6 +1316,15 @@ class _Master:
         values = np.asarray(solution.col_value)[self.first_t :]
         duals = np.asarray(solution.row_dual)[self.form.loss]
         return float(self.h.getInfo().objective_function_value) / self.objective_scale, values, duals
+
+    def _simplex_optimal(self, status: highspy.HighsModelStatus) -> bool:
+        """Whether an "Unknown" simplex run ended on a basis with no primal or dual
+        infeasibility: HiGHS then withheld "Optimal" only because its primal and dual
+        objectives differ (n = 16,000, S = all, squared, alpha = 0.9: the fresh-factor dual
+        simplex from the predicted basis, 151 pivots to primal objective 180 with both
+        infeasibilities 0, dual objective 180.324). The basis is then re-checked exactly."""
+        info = self.h.getInfo()
+        return status == highspy.HighsModelStatus.kUnknown and info.num_primal_infeasibilities == 0 == info.num_dual_infeasibilities
 
     def basic_solution(self, refinement_steps: int = 2) -> tuple[np.ndarray, np.ndarray] | None:
         """Remap values and loss-row duals recomputed from the optimal basis by SuperLU
@@ -2346,7 +2358,7 @@ def solve_by_column_generation(
             elif interior_rounds < INTERIOR_ROUNDS:
                 strategy = "interior"  # no prediction after all: the interior masters go on
         try:
-            objective, values, duals = master.solve("dual" if strategy == "predicted dual" else strategy)
+            objective, values, duals = master.solve("dual" if strategy == "predicted dual" else strategy, checked=strategy in PREDICTED)
         except SolverError as exc:
             if incumbent is None:
                 raise
@@ -2412,6 +2424,11 @@ def solve_by_column_generation(
             # HiGHS's duals price nothing out, yet the gap is open: the basis's exact duals
             # may (S in two clusters bridged, n = 75, alpha = 0.6, squared: stuck 2e-7 apart)
             added = add_priced(exact_pricing, allowed)
+        if added == 0 and solved_by == "interior" and not extension_tried and extension_plan(problem) is not None:
+            # the interior masters stalled short of the bound: the predicted basis before
+            # HiGHS from scratch, as after INTERIOR_ROUNDS of them
+            strategy = "dualized ipm"
+            continue
         if added == 0:
             # No column can raise the bound by more than the tolerance, yet the bounds
             # disagree: the master is optimal only to HiGHS's dual tolerance (1e-10 on the

@@ -2,6 +2,7 @@
 
 from unittest import mock
 
+import highspy
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -188,11 +189,11 @@ def test_a_later_master_failure_returns_the_certified_incumbent(monkeypatch):
     original = cg._Master.solve
     calls = {"n": 0}
 
-    def failing(self, strategy="primal"):
+    def failing(self, strategy="primal", **kwargs):
         calls["n"] += 1
         if calls["n"] >= 2:
             raise SolverError("HIGHS", "Not Set", "(test: simulated failure)")
-        return original(self, strategy)
+        return original(self, strategy, **kwargs)
 
     monkeypatch.setattr(cg._Master, "solve", failing)
     problem = dpopt.CountQuery(n=60, alpha=0.9, loss="squared")
@@ -455,9 +456,9 @@ def test_after_interior_masters_the_route_goes_on_with_a_dualized_interior_point
     strategies = []
     original = cg._Master.solve
 
-    def recorded(master, strategy="primal"):
+    def recorded(master, strategy="primal", **kwargs):
         strategies.append(strategy)
-        return original(master, strategy)
+        return original(master, strategy, **kwargs)
 
     with mock.patch.object(cg._ChainForm, "INTERIOR_BAND_RANGE", 0.0), mock.patch.object(cg, "INTERIOR_ROUNDS", 1), \
             mock.patch.object(cg._Master, "solve", recorded):
@@ -534,10 +535,10 @@ def test_a_predicted_basis_is_checked_exactly_and_refactorised_when_it_drifted(m
     strategies, corrupted = [], []
     original_solve, original_exact = cg._Master.solve, cg._Master.basic_solution
 
-    def solve(self, strategy="primal"):
+    def solve(self, strategy="primal", **kwargs):
         if self.form.n == problem.n:
             strategies.append(strategy)
-        return original_solve(self, strategy)
+        return original_solve(self, strategy, **kwargs)
 
     def basic_solution(self, refinement_steps=2):
         exact = original_exact(self, refinement_steps)
@@ -558,6 +559,88 @@ def test_a_predicted_basis_is_checked_exactly_and_refactorised_when_it_drifted(m
     result = solve_by_column_generation(problem)
     assert corrupted == [True]
     assert strategies[:2] == ["interior", "dual"] and "refactored dual" in strategies
+    assert result.within(1e-9)
+
+
+def test_a_predicted_master_that_highs_marks_unknown_is_checked_exactly_not_solved_again(monkeypatch):
+    """At n = 16,000 the fresh-factor dual simplex ended on a basis with no primal or dual
+    infeasibility, which HiGHS marked "Unknown" (its primal and dual objectives differed),
+    and the cold interior point that followed took 499 s. Simulated: the predicted
+    master's simplex runs are reported "Unknown"; the run must keep the basis, check it
+    exactly and certify, without an interior point from scratch."""
+    problem = dpopt.CountQuery(n=800, alpha=0.9, loss="squared")
+    monkeypatch.setattr(cg._ChainForm, "INTERIOR_BAND_RANGE", 0.0)
+    monkeypatch.setattr(cg, "EXTEND_RANGE", 40.0)  # n0 = 400: the predicted master is the last
+    configured, unknown = [], []
+    original_configure = cg._Master._configure
+
+    def configure(self, strategy):
+        original_configure(self, strategy)
+        if self.form.n != problem.n:
+            return
+        configured.append(strategy)
+        if strategy == "dual" and not unknown:
+            run = self.h.run
+
+            def run_marked_unknown():
+                status = run()
+                if self.h.getInfo().num_primal_infeasibilities == 0 == self.h.getInfo().num_dual_infeasibilities:
+                    unknown.append(True)
+                    self.h.getModelStatus = lambda: highspy.HighsModelStatus.kUnknown
+                return status
+
+            self.h.run = run_marked_unknown
+        else:
+            self.h.__dict__.pop("getModelStatus", None)
+            self.h.__dict__.pop("run", None)
+
+    monkeypatch.setattr(cg._Master, "_configure", configure)
+    result = solve_by_column_generation(problem)
+    assert unknown == [True]
+    after = configured[configured.index("dual"):]
+    assert not any(strategy.endswith("ipm") for strategy in after), configured
+    assert result.within(1e-9)
+    # an unchecked solve does not accept the same status
+    master = cg._Master(cg._form_for(problem))
+    master.add_remap_columns(np.arange(801), np.arange(801))
+    master.start_from_identity()
+    configured.clear()
+    unknown.clear()
+    master.solve("dual")
+    assert unknown == [True] and "ipm" in configured
+
+
+def test_interior_masters_that_stall_go_to_the_predicted_basis_before_highs_from_scratch(monkeypatch):
+    """At n = 16,000 (beyond EARLY_EXTENSION_MAX_N) the second interior master priced no
+    column out and HiGHS's interior point from scratch took 499 s; the predicted basis,
+    tried first, took the run to 112 s. Simulated: no column joins after an interior master."""
+    problem = dpopt.CountQuery(n=800, alpha=0.9, loss="squared")
+    monkeypatch.setattr(cg._ChainForm, "INTERIOR_BAND_RANGE", 0.0)
+    monkeypatch.setattr(cg, "EXTEND_RANGE", 40.0)
+    monkeypatch.setattr(cg, "EARLY_EXTENSION_MAX_N", 0)  # the prediction would wait for INTERIOR_ROUNDS masters
+    strategies, stalled = [], {"on": False}
+    original_solve, original_add, original_extended = cg._Master.solve, cg._Master.add_remap_columns, cg.extended_basis
+
+    def solve(self, strategy="primal", **kwargs):
+        if self.form.n == problem.n:
+            strategies.append(strategy)
+        out = original_solve(self, strategy, **kwargs)
+        stalled["on"] = self.form.n == problem.n and strategy == "interior"
+        return out
+
+    def add_remap_columns(self, rows, targets):
+        return 0 if stalled["on"] else original_add(self, rows, targets)
+
+    def extended_basis(problem, **kwargs):
+        stalled["on"] = False
+        return original_extended(problem, **kwargs)
+
+    monkeypatch.setattr(cg._Master, "solve", solve)
+    monkeypatch.setattr(cg._Master, "add_remap_columns", add_remap_columns)
+    monkeypatch.setattr(cg, "extended_basis", extended_basis)
+    result = solve_by_column_generation(problem)
+    assert strategies[:2] == ["interior", "dual"], strategies
+    assert not any(strategy.endswith("ipm") for strategy in strategies)
     assert result.within(1e-9)
 
 
