@@ -336,7 +336,14 @@ checked before the run stops, and one that fails is re-solved on fresh factors
 early prediction drifted too (1.9e-3 over), the fresh-factor dual simplex ended "Unknown"
 after 151 pivots and the cold interior point that followed ran more than 9 minutes, so
 beyond EARLY_EXTENSION_MAX_N = 10,000 the prediction waits for INTERIOR_ROUNDS masters as
-before (README: 333 s there, not re-measured).
+before, or for an interior master that prices no column out (session 7: there the second
+one did, and HiGHS's interior point from scratch took 499 s of the run's 494-521 s). From
+the prediction, n = 16,000 now takes 116 s: the predicted dual simplex drifts as above,
+its fresh-factor re-solve ends after 151 pivots on a basis with no primal or dual
+infeasibility, primal objective 180 and dual objective 180.324, which HiGHS marks
+"Unknown"; that basis is kept (:meth:`_Master._simplex_optimal`; the caller checks it
+exactly: 7.6e-3 over), priced, and one warm primal round (2,955 pivots, 64 s) certifies.
+Warm primal simplex straight after the "Unknown" stopped at once with the same status.
 
 Bridged clusters, priced ahead (2026-11-26, session 6). S = 10%..40% and 60%..90% of n =
 10,000 at alpha = 0.99 spent two interior-point masters of ~22 s on the bridged problem;
