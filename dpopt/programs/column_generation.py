@@ -2060,7 +2060,7 @@ def mixed_multipliers(problem: CountQuery, parts: list[np.ndarray | None], sweep
     """The clusters' multipliers mixed for the best Lagrangian bound on the whole problem.
 
     The bound is concave in the mixture weights, so each pair of neighbouring clusters
-    shares its weight by golden-section search (``steps`` evaluations, O(n) each), for
+    shares its weight by golden-section search (``steps`` + 1 evaluations, O(n) each), for
     ``sweeps`` passes. Returns (multipliers, bound), or None if a cluster has none.
     """
     if any(lam is None for lam in parts):
@@ -2081,13 +2081,23 @@ def mixed_multipliers(problem: CountQuery, parts: list[np.ndarray | None], sweep
                 w[c], w[c + 1] = x * pair, (1.0 - x) * pair
                 return bound(w)
 
+            # golden section: one new evaluation a step, the other point carried over
             low, high = 0.0, 1.0
-            for _ in range(steps):
-                a, b = high - ratio * (high - low), low + ratio * (high - low)
-                if split(a) < split(b):
-                    low = a
+            a, b = high - ratio * (high - low), low + ratio * (high - low)
+            fa, fb = split(a), split(b)
+            for _ in range(steps - 1):
+                if fa < fb:
+                    low, a, fa = a, b, fb
+                    b = low + ratio * (high - low)
+                    fb = split(b)
                 else:
-                    high = b
+                    high, b, fb = b, a, fa
+                    a = high - ratio * (high - low)
+                    fa = split(a)
+            if fa < fb:
+                low = a
+            else:
+                high = b
             x = (low + high) / 2.0
             weights[c], weights[c + 1] = x * pair, (1.0 - x) * pair
     lam = np.tensordot(weights, parts, axes=1)
@@ -2351,7 +2361,8 @@ def solve_by_column_generation(
     failure = ""
     extension_tried = False  # whether extended_basis was tried (once, before the fallback)
     # the prediction right after the first interior master, where that was measured to pay
-    extendable = extension_plan(problem) is not None and n <= EARLY_EXTENSION_MAX_N
+    plannable = extension_plan(problem) is not None  # whether extended_basis can apply at all
+    extendable = plannable and n <= EARLY_EXTENSION_MAX_N
     refactored = False  # whether a predicted basis's solve was re-run on fresh factors
     for round_number in range(1, max_rounds + 1):
         if strategy == "dualized ipm" and not extension_tried:
@@ -2431,7 +2442,7 @@ def solve_by_column_generation(
             # HiGHS's duals price nothing out, yet the gap is open: the basis's exact duals
             # may (S in two clusters bridged, n = 75, alpha = 0.6, squared: stuck 2e-7 apart)
             added = add_priced(exact_pricing, allowed)
-        if added == 0 and solved_by == "interior" and not extension_tried and extension_plan(problem) is not None:
+        if added == 0 and solved_by == "interior" and not extension_tried and plannable:
             # the interior masters stalled short of the bound: the predicted basis before
             # HiGHS from scratch, as after INTERIOR_ROUNDS of them
             strategy = "dualized ipm"
