@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import pandas as pd
+from dpopt.lazy_modules import pandas as pd
 
 from dpopt.validation import DPOptError, fail
 

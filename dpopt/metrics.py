@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
+from dpopt.lazy_modules import pandas as pd
 
 from dpopt.certificates import certify
 from dpopt.validation import check_choice, fail

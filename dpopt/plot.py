@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
+from dpopt.lazy_modules import pandas as pd
 
 from dpopt.validation import fail
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-import pandas as pd
+from dpopt.lazy_modules import pandas as pd
 
 from dpopt.validation import InvalidParameterError, fail
 

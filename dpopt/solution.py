@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 import numpy as np
-import pandas as pd
+from dpopt.lazy_modules import pandas as pd
 
 from dpopt.certificates import Certificate
 from dpopt.mechanisms.factored import FactoredMechanism

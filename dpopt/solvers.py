@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-import cvxpy as cp
+from dpopt.lazy_modules import cvxpy as cp
 import numpy as np
 
 from dpopt.validation import SolverError, fail

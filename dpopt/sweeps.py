@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
+from dpopt.lazy_modules import pandas as pd
 
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
 from dpopt.problem_files import problem_from_dict, read_problem_file

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
+from dpopt.lazy_modules import pandas as pd
 
 from dpopt.validation import fail
 

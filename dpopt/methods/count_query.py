@@ -20,7 +20,7 @@ from typing import Any
 from scipy import sparse
 
 import numpy as np
-import pandas as pd
+from dpopt.lazy_modules import pandas as pd
 
 from dpopt.certificates import certify, repair as repair_matrix
 from dpopt.mechanisms.factored import FactoredMechanism

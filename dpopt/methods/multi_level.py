@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import cvxpy as cp
+from dpopt.lazy_modules import cvxpy as cp
 import numpy as np
 
 from dpopt.certificates import certify

@@ -32,7 +32,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-import pandas as pd
+from dpopt.lazy_modules import pandas as pd
 
 from dpopt.certificates import Certificate
 from dpopt.exact_sampling import EXACT_SAMPLER

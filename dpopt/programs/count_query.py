@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import cvxpy as cp
+from dpopt.lazy_modules import cvxpy as cp
 import numpy as np
 
 from dpopt.mechanisms.geometric import geometric_inverse

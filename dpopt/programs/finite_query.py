@@ -92,7 +92,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import cvxpy as cp
+from dpopt.lazy_modules import cvxpy as cp
 import highspy
 import numpy as np
 from scipy import sparse

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import cvxpy as cp
+from dpopt.lazy_modules import cvxpy as cp
 import numpy as np
 from scipy import sparse
 
