@@ -18,6 +18,15 @@ def test_loading_the_registry_imports_neither_cvxpy_nor_pandas():
     assert done.stdout.strip() == "[]"
 
 
+def test_the_factored_route_imports_neither_cvxpy_nor_scipy_stats():
+    # the kernel recurrences once came from scipy.signal, which imports scipy.stats
+    code = ("import sys, dpopt; s = dpopt.solve(dpopt.CountQuery(n=40, alpha=0.9, loss='squared'), 'factored'); "
+            "print(s.certificate.ok, sorted(m for m in ('cvxpy', 'scipy.signal', 'scipy.stats') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True []"
+
+
 def test_a_lazy_module_reads_the_real_module():
     import json
 

@@ -105,6 +105,86 @@ class FactoredMechanism:
             out.append(np.einsum("ij,ij->i", loss_rows(chunk), x))
         return np.concatenate(out) if out else np.zeros(0)
 
+    def named_row_losses(self, loss: str, rows: np.ndarray, budget: int = 1 << 22) -> np.ndarray:
+        """:meth:`row_losses` for the named losses ``"absolute"`` and ``"squared"`` in
+        O(n + sum over entries of |r' - r|) instead of O(|rows| n), by kernel recurrences.
+
+        With ``m0_r = sum_r' T[r, r']`` (1 up to rounding), ``G[i, r] = g_r alpha^|i-r|``
+        and the sums of :func:`~dpopt.programs.geometric_moments.kernel_moments`:
+
+        * squared: ``(i - r')^2 = (i - r)^2 + 2 (i - r)(r - r') + (r - r')^2`` gives
+          ``E_i = second(g m0) - 2 signed_first(g m1) + total(g m2)`` with the row moments
+          ``m1_r = sum T (r - r')``, ``m2_r = sum T (r - r')^2``;
+        * absolute: ``sum_r' T[r, r'] |i - r'|`` equals ``(i - r) m0_r + D_r`` (i >= r) or
+          ``(r - i) m0_r - D_r`` (i < r), ``D_r = r m0_r - sum T r'``, except for i strictly
+          between r' and r (or at r, for r' > r), where the entry adds
+          ``2 T[r, r'] |i - r'|`` more; so ``E_i = absolute_first(g m0) + forward_0(g D) -
+          backward_0(g D) + g D`` plus those corrections, one term per (entry, i between).
+
+        Every term is a float sum like the dense route's (tested against it to 1e-12); the
+        dense route (:meth:`row_losses`) stays the reference and the fallback for other
+        losses. Used for every upper bound of the column generation (a dense evaluation at
+        n = 10,000 took 1.3 s; this one, milliseconds). The corrections are summed ``budget``
+        (entry, i) pairs at a time.
+        """
+        if loss not in ("absolute", "squared"):
+            raise fail("loss", "FactoredMechanism.named_row_losses", "'absolute' or 'squared'", loss)
+        t = self.remap
+        r = self._entry_rows()
+        shift = (r - t.indices).astype(float)  # r - r' of every entry
+        g = column_weights(self.n, self.alpha)
+
+        def row_sums(values: np.ndarray) -> np.ndarray:
+            return np.bincount(r, weights=values, minlength=self.n + 1)
+
+        m0 = row_sums(t.data)
+        if loss == "squared":
+            sums = kernel_moments(g * np.stack([m0, row_sums(t.data * shift), row_sums(t.data * shift**2)]), self.alpha)
+            losses = sums.second[0] - 2.0 * sums.signed_first[1] + sums.total[2]
+        else:
+            sums = kernel_moments(g * np.stack([m0, row_sums(t.data * shift)]), self.alpha, 1)
+            losses = sums.absolute_first[0] + sums.forward[0][1] - sums.backward[0][1] + sums.weights[1]
+            losses = losses + self._absolute_corrections(r, g, budget)
+        return losses[np.asarray(rows)]
+
+    def named_work(self, loss: str) -> int:
+        """How many terms :meth:`named_row_losses` sums: n + 1 + nnz(T), plus for absolute loss
+        one per (entry, row between); :meth:`row_losses` sums n + 1 per row asked for."""
+        work = self.n + 1 + self.remap.nnz
+        if loss == "absolute":
+            work += int(self._correction_ranges(self._entry_rows())[1].sum())
+        return work
+
+    def _entry_rows(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n + 1), np.diff(self.remap.indptr))
+
+    def _correction_ranges(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First row and number of rows each entry (r, r') corrects: r'+1..r-1 or r..r'-1."""
+        target = self.remap.indices
+        below = target < r
+        return np.where(below, target + 1, r), np.where(below, r - target - 1, target - r)
+
+    def _absolute_corrections(self, r: np.ndarray, g: np.ndarray, budget: int) -> np.ndarray:
+        """``sum over entries (r, r') of G[i, r] 2 T[r, r'] |i - r'|`` for i strictly between r' and
+        r (r' < r) or in r..r'-1 (r' > r): see :meth:`named_row_losses`."""
+        t = self.remap
+        target = t.indices
+        start, size = self._correction_ranges(r)
+        entries = np.flatnonzero(size > 0)
+        out = np.zeros(self.n + 1)
+        work = np.cumsum(size[entries])
+        lo, log_alpha = 0, np.log(self.alpha)
+        while lo < entries.size:
+            done = work[lo - 1] if lo else 0
+            hi = max(lo + 1, int(np.searchsorted(work, done + budget, side="right")))
+            chosen = entries[lo:hi]
+            i = np.repeat(start[chosen], size[chosen]) + group_ranks(size[chosen])
+            k = np.repeat(chosen, size[chosen])
+            values = 2.0 * t.data[k] * g[r[k]] * np.abs(i - target[k]) * np.exp(np.abs(i - r[k]) * log_alpha)
+            out += np.bincount(i, weights=values, minlength=self.n + 1)
+            lo = hi
+        return out
+
     def column_log_values(self, budget: int = 1 << 20) -> Iterator["ColumnLogValues"]:
         """``ln x[i, c]`` for every non-empty column c of T and every i in its row span.
 

@@ -110,3 +110,35 @@ def test_negative_or_misshaped_remaps_rejected():
         FactoredMechanism(n=2, alpha=0.5, remap=sparse.csr_array(-np.eye(3)))
     with pytest.raises(InvalidParameterError):
         FactoredMechanism(n=3, alpha=0.5, remap=sparse.csr_array(np.eye(3)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 35), st.floats(0.02, 0.999), st.sampled_from(["absolute", "squared"]), st.integers(0, 2**32 - 1),
+       st.sampled_from([1, 7, 1 << 22]))
+def test_named_row_losses_equal_the_dense_expected_losses(n, alpha, loss, seed, budget):
+    """The kernel recurrences (plus the absolute loss's corrections, cut into any budget)
+    against sum_r' L[i, r'] (G T)[i, r'] with G T formed densely, for remaps with entries
+    far from the diagonal in both directions."""
+    rng = np.random.default_rng(seed)
+    rows = np.r_[np.arange(n + 1), rng.integers(0, n + 1, 2 * n)]
+    t = sparse.csr_array((rng.random(rows.size), (rows, rng.integers(0, n + 1, rows.size))), shape=(n + 1, n + 1))
+    f = FactoredMechanism.from_remap(n, alpha, t)
+    table = dpopt.CountQuery(n=n, alpha=alpha, loss=loss).loss_matrix
+    dense = np.einsum("ij,ij->i", table, geometric_matrix(n, alpha) @ f.remap.toarray())
+    wanted = np.sort(rng.choice(n + 1, size=rng.integers(1, n + 2), replace=False))
+    np.testing.assert_allclose(f.named_row_losses(loss, wanted, budget=budget), dense[wanted], rtol=1e-12)
+
+
+def test_named_row_losses_refuse_other_losses():
+    f = FactoredMechanism.from_remap(5, 0.5, sparse.eye_array(6, format="csr"))
+    with pytest.raises(InvalidParameterError, match="loss"):
+        f.named_row_losses("zero_one", np.arange(6))
+
+
+def test_named_work_counts_the_absolute_corrections():
+    # row 0 -> 5 corrects rows 0..4; row 6 -> 2 corrects rows 3..5; the rest are diagonal
+    t = sparse.eye_array(8, format="lil")
+    t[0, 0], t[0, 5], t[6, 6], t[6, 2] = 0.0, 1.0, 0.0, 1.0
+    f = FactoredMechanism.from_remap(7, 0.5, t.tocsr())
+    assert f.named_work("squared") == 8 + 8
+    assert f.named_work("absolute") == 8 + 8 + 5 + 3
