@@ -33,6 +33,17 @@ def group_ranks(sizes: np.ndarray) -> np.ndarray:
     return np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
 
 
+def budget_slices(work: np.ndarray, budget: int) -> Iterator[slice]:
+    """Consecutive slices of items whose cumulative ``work`` grows by about ``budget`` each
+    (at least one item a slice, so an item over the budget comes alone)."""
+    lo = 0
+    while lo < work.size:
+        done = work[lo - 1] if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(work, done + budget, side="right")))
+        yield slice(lo, hi)
+        lo = hi
+
+
 @dataclass(frozen=True)
 class ColumnLogValues:
     """``log_value[k] = ln x[row[k], column[k]]``, grouped by column, rows ascending (a row
@@ -172,17 +183,13 @@ class FactoredMechanism:
         start, size = self._correction_ranges(r)
         entries = np.flatnonzero(size > 0)
         out = np.zeros(self.n + 1)
-        work = np.cumsum(size[entries])
-        lo, log_alpha = 0, np.log(self.alpha)
-        while lo < entries.size:
-            done = work[lo - 1] if lo else 0
-            hi = max(lo + 1, int(np.searchsorted(work, done + budget, side="right")))
-            chosen = entries[lo:hi]
+        log_alpha = np.log(self.alpha)
+        for part in budget_slices(np.cumsum(size[entries]), budget):
+            chosen = entries[part]
             i = np.repeat(start[chosen], size[chosen]) + group_ranks(size[chosen])
             k = np.repeat(chosen, size[chosen])
             values = 2.0 * t.data[k] * g[r[k]] * np.abs(i - target[k]) * np.exp(np.abs(i - r[k]) * log_alpha)
             out += np.bincount(i, weights=values, minlength=self.n + 1)
-            lo = hi
         return out
 
     def column_log_values(self, budget: int = 1 << 20) -> Iterator["ColumnLogValues"]:
@@ -215,11 +222,8 @@ class FactoredMechanism:
         work = np.cumsum(piece_size * counts[nonempty[piece_col]])
         base = np.log(column_weights(self.n, self.alpha))[t.indices] + np.log(t.data)
         log_alpha = np.log(self.alpha)
-        lo = 0
-        while lo < piece_col.size:
-            done = work[lo - 1] if lo else 0
-            hi = max(lo + 1, int(np.searchsorted(work, done + budget, side="right")))
-            chosen = np.arange(lo, hi)
+        for part in budget_slices(work, budget):
+            chosen = np.arange(part.start, part.stop)
             group_piece = np.repeat(chosen, piece_size[chosen])  # one group per (piece, i in it)
             group_col = piece_col[group_piece]
             group_i = piece_start[group_piece] + group_ranks(piece_size[chosen])
@@ -231,7 +235,6 @@ class FactoredMechanism:
             total = np.add.reduceat(np.exp(values - np.repeat(peak, sizes)), starts)
             yield ColumnLogValues(column=nonempty[group_col], row=group_i, log_value=peak + np.log(total),
                                   span_head=group_i == first[group_col], span_tail=group_i == first[group_col] + span[group_col] - 1)
-            lo = hi
 
     def certificate(self, epsilon: float, budget: int = 1 << 20) -> Certificate:
         """Measure the privacy of ``G T`` in log space over the row spans of T's columns.
