@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from dpopt.lazy_modules import pandas as pd
 
+from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import DPOptError, fail
 
 __all__ = ["EXPORT_FORMATS", "ExportFileError", "StoredSolution", "check_export_path", "export_solution", "read_solution"]

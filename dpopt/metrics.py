@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from dpopt.lazy_modules import pandas as pd
 
 from dpopt.certificates import certify
+from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import check_choice, fail
 
 __all__ = [

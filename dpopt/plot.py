@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from dpopt.lazy_modules import pandas as pd
 
+from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import fail
 
 __all__ = ["metric_by", "heatmap"]

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from dpopt.lazy_modules import pandas as pd
-
 from dpopt.validation import InvalidParameterError, fail
 
 __all__ = ["Method", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_table", "price_of_closed_form", "REGISTRY"]

@@ -8,9 +8,9 @@ from functools import cached_property
 from typing import Any, Callable
 
 import numpy as np
-from dpopt.lazy_modules import pandas as pd
 
 from dpopt.certificates import Certificate
+from dpopt.lazy_modules import pandas as pd
 from dpopt.mechanisms.factored import FactoredMechanism
 from dpopt.sampling import RandomSource, check_count, resolve_rng, sample_row
 from dpopt.validation import check_int, check_real, fail

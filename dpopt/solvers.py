@@ -18,9 +18,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from dpopt.lazy_modules import cvxpy as cp
 import numpy as np
 
+from dpopt.lazy_modules import cvxpy as cp
 from dpopt.validation import SolverError, fail
 
 __all__ = ["SolveInfo", "run_program", "installed_solvers", "SOLVER_OPTIONS", "default_solver", "new_highs"]

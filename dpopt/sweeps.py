@@ -63,8 +63,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from dpopt.lazy_modules import pandas as pd
 
+from dpopt.lazy_modules import pandas as pd
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
 from dpopt.problem_files import problem_from_dict, read_problem_file
 from dpopt.validation import InvalidParameterError, check_int, check_real, fail, read_text_file

@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from dpopt.lazy_modules import pandas as pd
 
+from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import fail
 
 __all__ = ["MULTI_QUERY_ROUTES", "blowfish_policies", "multi_queries", "single_queries", "synthetic_universe", "us_cities"]

@@ -25,10 +25,10 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from dpopt.lazy_modules import cvxpy as cp
 import numpy as np
 
 from dpopt.dx.metric import DXMetric
+from dpopt.lazy_modules import cvxpy as cp
 from dpopt.solvers import run_program
 from dpopt.validation import SolverError, fail
 

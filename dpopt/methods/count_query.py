@@ -20,9 +20,9 @@ from typing import Any
 from scipy import sparse
 
 import numpy as np
-from dpopt.lazy_modules import pandas as pd
 
 from dpopt.certificates import certify, repair as repair_matrix
+from dpopt.lazy_modules import pandas as pd
 from dpopt.mechanisms.factored import FactoredMechanism
 from dpopt.mechanisms.geometric import geometric_inverse, geometric_matrix
 from dpopt.mechanisms.randomized_response import randomized_response_matrix

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from dpopt.lazy_modules import cvxpy as cp
 import numpy as np
 
 from dpopt.certificates import certify
+from dpopt.lazy_modules import cvxpy as cp
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.exact_sampling import EXACT_SAMPLER
 from dpopt.mechanisms.multilevel import level_remap, sample_chain

@@ -32,11 +32,11 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from dpopt.lazy_modules import pandas as pd
 
 from dpopt.certificates import Certificate
 from dpopt.exact_sampling import EXACT_SAMPLER
 from dpopt.export import StoredSolution, check_labels, stored_fields
+from dpopt.lazy_modules import pandas as pd
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.neighbouring_sets import (
     ring_noise,

@@ -1741,15 +1741,7 @@ def evaluated(problem: CountQuery, remap: sparse.csr_array) -> tuple[FactoredMec
     (absolute and squared loss by kernel recurrences, :meth:`FactoredMechanism.named_row_losses`;
     at n = 10,000 the dense sums took 1.3 s an evaluation, up to half of a whole run)."""
     mechanism = FactoredMechanism.from_remap(problem.n, problem.alpha, remap)
-    support = np.asarray(problem.support)
-    # the dense sums cost n + 1 a row of S: cheaper where S is a few counts and T moves rows far
-    if problem.loss_name in MOMENT_LOSSES and mechanism.named_work(problem.loss_name) <= support.size * (problem.n + 1):
-        return mechanism, mechanism.named_row_losses(problem.loss_name, support)
-    return mechanism, mechanism.row_losses(problem.loss_rows, support)
-
-
-#: Losses whose expected losses under G T are evaluated by kernel recurrences.
-MOMENT_LOSSES = ("absolute", "squared")
+    return mechanism, mechanism.expected_losses(problem.loss_name, problem.loss_rows, np.asarray(problem.support))
 
 
 def _closed_form_result(problem: CountQuery, remap: sparse.csr_array, lower: float, tolerance: float, start: float,

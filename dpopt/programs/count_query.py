@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpopt.lazy_modules import cvxpy as cp
 import numpy as np
 
+from dpopt.lazy_modules import cvxpy as cp
 from dpopt.mechanisms.geometric import geometric_inverse
 from dpopt.problems.count_query import CountQuery
 from dpopt.validation import fail

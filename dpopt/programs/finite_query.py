@@ -92,11 +92,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from dpopt.lazy_modules import cvxpy as cp
 import highspy
 import numpy as np
 from scipy import sparse
 
+from dpopt.lazy_modules import cvxpy as cp
 from dpopt.problems.finite_query import FiniteQuery
 from dpopt.solvers import SOLVER_OPTIONS, new_highs
 from dpopt.validation import SolverError, fail

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpopt.lazy_modules import cvxpy as cp
 import numpy as np
 from scipy import sparse
 
+from dpopt.lazy_modules import cvxpy as cp
 from dpopt.mechanisms.integer_noise import tail_sums
 from dpopt.problems.noise_adding import NoiseAdding
 
