@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import dpopt
 from dpopt.mechanisms.geometric import column_weights, geometric_matrix
-from dpopt.programs import column_generation as cg
+from dpopt.programs.column_generation import closed_forms, solve as loop
 from dpopt.programs.zero_one_flow import remap_from_flows, solve_flow_program
 from tests.strategies import side_information
 
@@ -69,24 +69,24 @@ def test_without_opposite_flows_the_diagonal_is_exactly_what_is_kept():
 def test_the_flow_route_equals_the_gs_lp_and_column_generation(case):
     n, alpha, s = case
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss="zero_one", side_information=s)
-    result, closed = cg.solve_zero_one_by_flow(problem)
+    result, closed = closed_forms.solve_zero_one_by_flow(problem)
     # HiGHS works to 1e-10 absolute: where the optimum is ~0 (S = {0}: every row sent to 0,
     # the farthest row's share worth alpha^n) the flow can stop that short, and column
     # generation takes over from its support (solve_by_column_generation)
     assert result.within(1e-9, 1e-10)
-    full = cg.solve_by_column_generation(problem, hull=False)  # the same problem the flow solved
+    full = loop.solve_by_column_generation(problem, hull=False)  # the same problem the flow solved
     assert full.within(1e-9, 1e-10)
     if len(problem.support) == 2:  # two counts come before the flow: the threshold remap (closed form)
         assert full.route.startswith("two counts")
     else:
         assert (full.route == "zero-one flow") == closed
-    on_hull = cg.solve_by_column_generation(problem)  # (solves the problem on the hull of S)
+    on_hull = loop.solve_by_column_generation(problem)  # (solves the problem on the hull of S)
     assert on_hull.within(1e-9, 1e-10) and on_hull.upper_bound == pytest.approx(full.upper_bound, rel=1e-9, abs=2e-10)
     lp = dpopt.solve(problem, "lp")
     scale = abs(result.upper_bound)
     assert abs(result.upper_bound - lp.details["solver_objective"]) <= 1e-8 * scale + 1e-9
     assert result.lower_bound <= lp.objective + 1e-9 * scale + 1e-12
-    plain = cg.solve_by_column_generation(problem, flow=False)
+    plain = loop.solve_by_column_generation(problem, flow=False)
     assert plain.route != "zero-one flow"
     assert full.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9, abs=1e-12)
     assert result.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9, abs=1e-10)
@@ -120,7 +120,7 @@ def test_small_epsilon_no_longer_tails_off():
 
 def test_an_uncertified_flow_hands_its_support_to_column_generation(monkeypatch):
     problem = dpopt.CountQuery(n=40, alpha=0.9, loss="zero_one", side_information=[0, 3, 7, 20, 33, 40])
-    original = cg.solve_zero_one_by_flow
+    original = closed_forms.solve_zero_one_by_flow
     seen = {}
 
     def unclosed(problem, tolerance):
@@ -128,8 +128,8 @@ def test_an_uncertified_flow_hands_its_support_to_column_generation(monkeypatch)
         seen["support"] = result.mechanism.remap.nnz
         return result, False
 
-    monkeypatch.setattr(cg, "solve_zero_one_by_flow", unclosed)
-    result = cg.solve_by_column_generation(problem)
+    monkeypatch.setattr(loop, "solve_zero_one_by_flow", unclosed)
+    result = loop.solve_by_column_generation(problem)
     assert seen and result.route == "column generation" and result.within(1e-9)
     assert result.rounds == 1  # the flow's support holds the optimum: the first master closes
     assert result.upper_bound == pytest.approx(original(problem)[0].upper_bound, rel=1e-9)

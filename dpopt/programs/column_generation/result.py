@@ -1,0 +1,79 @@
+"""What column generation returns, and the exact evaluation every upper bound is read from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from dpopt.mechanisms.factored import FactoredMechanism
+from dpopt.problems.count_query import CountQuery
+
+#: Absolute slack in the stopping rule, so an optimum of 0 (S a single value) can stop.
+ABSOLUTE_GAP = 1e-14
+
+
+@dataclass(frozen=True)
+class ColumnGenerationResult:
+    """Outcome of :func:`solve_by_column_generation`.
+
+    Attributes
+    ----------
+    mechanism : FactoredMechanism
+        ``G T`` with T clipped and renormalised (private by construction).
+    lower_bound, upper_bound : float
+        Lagrangian bound and exact worst-case loss of ``mechanism``.
+    rounds, columns : int
+        Master solves and columns in the final master.
+    master_objective : float
+        The last restricted master's optimum.
+    row_losses : numpy.ndarray
+        Exact expected loss of each i in S.
+    master_failure : str
+        Empty, or HiGHS's failure on a later master; the result is then the last
+        solved master's T, still private and certified by its bounds.
+    route : str
+        ``"column generation"``, ``"identity certificate"`` or ``"zero-one flow"``
+        (:func:`solve_zero_one_by_flow`; rounds = 1 flow LP solve).
+    multipliers : numpy.ndarray or None
+        Column generation's multipliers on S (length n + 1, zero off S, summing to 1)
+        whose Lagrangian bound is ``lower_bound``; None from the other routes.
+    """
+
+    mechanism: FactoredMechanism
+    lower_bound: float
+    upper_bound: float
+    rounds: int
+    columns: int
+    master_objective: float
+    row_losses: np.ndarray
+    seconds: float
+    history: list[dict[str, float]]
+    master_failure: str = ""
+    route: str = "column generation"
+    multipliers: np.ndarray | None = None
+
+    @property
+    def gap(self) -> float:
+        return self.upper_bound - self.lower_bound
+
+    @property
+    def relative_gap(self) -> float:
+        """``gap / |upper|`` (0 when both are 0: a consumer who knows the count exactly)."""
+        if self.gap <= 0:
+            return 0.0
+        return self.gap / abs(self.upper_bound) if self.upper_bound else float("inf")
+
+    def within(self, relative: float, absolute: float = 1e-13) -> bool:
+        """Whether ``gap <= relative * |upper| + absolute``."""
+        return self.gap <= relative * abs(self.upper_bound) + absolute
+
+
+def evaluated(problem: CountQuery, remap: sparse.csr_array) -> tuple[FactoredMechanism, np.ndarray]:
+    """``G T`` for the remap T (clipped and renormalised by :class:`FactoredMechanism`) and
+    its exact expected loss on every input of S: what every upper bound here is read from
+    (absolute and squared loss by kernel recurrences, :meth:`FactoredMechanism.named_row_losses`;
+    at n = 10,000 the dense sums took 1.3 s an evaluation, up to half of a whole run)."""
+    mechanism = FactoredMechanism.from_remap(problem.n, problem.alpha, remap)
+    return mechanism, mechanism.expected_losses(problem.loss_name, problem.loss_rows, np.asarray(problem.support))

@@ -1,0 +1,75 @@
+"""The master forms reproduce the exact row losses; how the first master is solved and its band."""
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+import dpopt
+from dpopt.mechanisms.geometric import geometric_matrix
+from dpopt.programs.column_generation import form_for
+from tests.programs.column_generation.examples import NAMED, capped_table, random_remap
+
+
+@pytest.mark.parametrize("side", [[0, 2, 5, 9], [3, 4, 8], [6], [1, 9], list(range(10))])
+@pytest.mark.parametrize("loss", NAMED + ["table"])
+def test_master_forms_reproduce_the_exact_row_losses(loss, side):
+    """Every master row is an identity: evaluate it at a random T with its chains (which
+    live on the counts of S only, so S with gaps, off the ends, or a single count)."""
+    n, alpha = 9, 0.7
+    spec = capped_table(n) if loss == "table" else loss
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=spec, side_information=side)
+    form = form_for(problem)
+    t = random_remap(n, np.random.default_rng(1))
+
+    exact = ((geometric_matrix(n, alpha) @ t) * problem.loss_matrix).sum(axis=1)[list(problem.support)]
+    # solve the chain rows for the auxiliary variables given T, then read the loss rows
+    aux = form.auxiliary()
+    starts, rows, values = aux.arrays()
+    count = starts.size
+    ends = np.append(starts[1:], rows.size)
+    a_aux = np.zeros((len(form.row_lower), count))
+    for j in range(count):
+        a_aux[rows[starts[j] : ends[j]], j] = values[starts[j] : ends[j]]
+    r, rp = np.nonzero(t)
+    t_starts, t_rows, t_values = form.columns(r, rp).arrays()
+    a_t = sparse.csc_array((t_values, t_rows, np.append(t_starts, t_rows.size)), shape=(len(form.row_lower), r.size))
+    rhs = a_t @ t[r, rp]
+    chain_rows = np.setdiff1d(np.arange(len(form.row_lower)), np.concatenate([form.conv, form.loss]))
+    if count:
+        z = np.linalg.solve(a_aux[chain_rows], -rhs[chain_rows])
+        activity = a_aux @ z + rhs
+    else:
+        activity = rhs
+    constants = -np.array(form.row_upper)[form.loss]
+    np.testing.assert_allclose(activity[form.loss] + constants, exact, rtol=1e-10, atol=1e-12)
+
+
+def test_the_first_master_is_interior_where_it_is_likely_optimal():
+    def first(n, alpha, coarse_started=False):
+        return form_for(dpopt.CountQuery(n=n, alpha=alpha, loss="absolute")).first_strategy(coarse_started)
+
+    assert first(10_000, 0.9) == "interior" and first(2000, 0.8) == "interior"  # n (1 - alpha) >= 400
+    assert first(3000, 0.9) == "ipm" and first(1000, 0.5) == "primal"
+    # on the threshold exactly, although 4000 (1 - 0.9) and 8000 (1 - 0.9) fall short of it in floating point
+    assert 4000 * (1 - 0.9) < 400 and first(4000, 0.9) == "interior" and first(8000, 0.9) == "interior"
+    assert first(1000, 0.99, coarse_started=True) == "interior" and first(2000, 0.999, coarse_started=True) == "ipm"
+
+    def gapped(n, alpha, side):
+        return form_for(dpopt.CountQuery(n=n, alpha=alpha, loss="squared", side_information=side)).first_strategy(True)
+
+    # a gap of INTERIOR_MAX_GAP noise scales (25 counts at alpha = 0.99) sends the first master to HiGHS
+    assert gapped(1000, 0.99, list(range(0, 501)) + list(range(525, 1001))) == "ipm"
+    assert gapped(1000, 0.99, list(range(0, 501)) + list(range(524, 1001))) == "interior"
+    assert gapped(1000, 0.99, list(range(0, 1001, 2))) == "interior"  # the even counts
+
+
+@pytest.mark.parametrize(("side", "alpha", "band"), [
+    (list(range(0, 41, 5)), 0.9, 1),  # 9 of 41 counts: sparse
+    (list(range(0, 41, 2)), 0.9, 2),  # the even counts: not sparse
+    (list(range(0, 41, 5)), 0.5, 2),  # primal simplex first: the band stays
+])
+def test_squared_first_band_narrows_where_s_is_sparse(side, alpha, band):
+    problem = dpopt.CountQuery(n=40, alpha=alpha, loss="squared", side_information=side)
+    form = form_for(problem)
+    assert form.initial_band() == band
+    assert form.positions.tolist() == side  # squared loss keeps its chains on S alone

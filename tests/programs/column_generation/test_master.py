@@ -1,0 +1,143 @@
+"""The restricted master: HiGHS's basis solved exactly, Clarabel's interior point, the fallbacks."""
+
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import sparse
+
+import dpopt
+from dpopt.programs.column_generation import form_for, forms, master as masters, solve as loop, solve_by_column_generation
+from tests.programs.column_generation.examples import NAMED, capped_table
+
+
+@pytest.mark.parametrize("loss", NAMED + ["table"])
+def test_the_basis_solution_satisfies_the_master_and_matches_highs(loss):
+    """basic_solution re-solves B x_B = b and B^T y = c_B: rows hold to ~1e-12, duals agree with HiGHS."""
+
+    n = 40
+    spec = capped_table(n) if loss == "table" else loss
+    problem = dpopt.CountQuery(n=n, alpha=0.8, loss=spec, side_information={"lower": 2, "upper": 35})
+    master = masters.Master(form_for(problem))
+    r = np.repeat(np.arange(n + 1), 3)
+    rp = np.clip(r + np.tile([-1, 0, 1], n + 1), 0, n)
+    master.add_remap_columns(r, rp)
+    master.start_from_identity()
+    _, highs_values, highs_duals = master.solve()
+    values, duals = master.basic_solution()
+    np.testing.assert_allclose(values, highs_values, atol=1e-7)
+    np.testing.assert_allclose(duals, highs_duals, atol=1e-7)
+    remap = master.remap(values).toarray()
+    np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-12)
+    assert remap.min() >= -1e-12
+
+
+@pytest.mark.parametrize("loss", NAMED + ["table"])
+def test_the_kept_matrix_is_the_one_highs_solves(loss):
+    """basic_solution reads the master's own copy of the constraint matrix and costs."""
+    n = 12
+    spec = capped_table(n) if loss == "table" else loss
+    master = masters.Master(form_for(dpopt.CountQuery(n=n, alpha=0.3, loss=spec)))
+    master.add_remap_columns(np.arange(n + 1), np.arange(n + 1))
+    master.add_remap_columns(np.array([0, 5, 12]), np.array([3, 1, 7]))
+    lp = master.h.getLp()
+    highs = sparse.csc_array(
+        (np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_), np.asarray(lp.a_matrix_.start_)),
+        shape=(lp.num_row_, lp.num_col_),
+    )
+    matrix, costs = master.matrix()
+    np.testing.assert_array_equal(matrix.toarray(), highs.toarray())
+    np.testing.assert_array_equal(costs, np.asarray(lp.col_cost_))
+
+
+def test_the_start_is_the_middle_of_the_rows_tied_for_the_worst_loss():
+    support = np.array([0, 2, 3, 5, 8, 9])
+    losses = np.array([0.5, 1.0, 1.0 - 1e-15, 0.9, 1.0, 1.0])
+    assert masters._tight_row(support, losses) == 8  # tied: 2, 3, 8, 9 (3 within 1e-13)
+    assert masters._tight_row(support, np.array([0.5, 1.0, 0.9, 0.9, 0.8, 0.7])) == 2
+
+
+def test_master_columns_are_added_once():
+    problem = dpopt.CountQuery(n=6, alpha=0.5, loss="absolute")
+    master = masters.Master(form_for(problem))
+    assert master.add_remap_columns(np.array([0, 0, 3, 3]), np.array([1, 1, 2, 4])) == 3  # one repeat in the batch
+    assert master.add_remap_columns(np.array([3, 5]), np.array([2, 5])) == 1  # (3, 2) is already there
+    assert master.h.getNumCol() - master.first_t == len(master.t_rows) == 4
+    assert sorted(zip(master.t_rows, master.t_cols)) == [(0, 1), (3, 2), (3, 4), (5, 5)]
+
+
+def _banded_master(loss: str, n: int = 60) -> masters.Master:
+    """A master over the columns |r' - r| <= 2 at alpha = 0.85, started from T = I."""
+    problem = dpopt.CountQuery(n=n, alpha=0.85, loss=loss, side_information={"lower": 3, "upper": 55})
+    master = masters.Master(form_for(problem))
+    r = np.repeat(np.arange(n + 1), 5)
+    master.add_remap_columns(r, np.clip(r + np.tile([-2, -1, 0, 1, 2], n + 1), 0, n))
+    master.start_from_identity()
+    return master
+
+
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+def test_an_interior_master_agrees_with_highs_on_the_same_master(loss):
+    master = _banded_master(loss)
+    highs_objective, _, highs_duals = master.solve("primal")
+    assert master.basic_solution() is not None
+    objective, values, duals = master.solve("interior")
+    assert master.basic_solution() is None  # no basis after an interior solve
+    assert objective == pytest.approx(highs_objective, rel=1e-9)
+    np.testing.assert_allclose(duals, highs_duals, atol=1e-6 * np.abs(highs_duals).max())
+    remap = master.remap(values).toarray()
+    assert remap.min() >= 0
+    np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-9)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(20, 60), st.floats(0.8, 0.97), st.sampled_from(["absolute", "squared"]), st.integers(0, 10), st.integers(0, 10))
+def test_interior_masters_reach_the_certified_optimum_of_the_simplex_route(n, alpha, loss, cut_low, cut_high):
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information={"lower": cut_low, "upper": n - cut_high})
+    simplex = solve_by_column_generation(problem)
+    calls = []
+    original = masters.Master.solve_interior
+
+    def counted(master):
+        calls.append(1)
+        return original(master)
+
+    with mock.patch.object(forms._ChainForm, "INTERIOR_BAND_RANGE", 0.0), mock.patch.object(masters.Master, "solve_interior", counted):
+        interior = solve_by_column_generation(problem)
+    assert calls  # the route under test ran
+    assert interior.relative_gap <= 1e-9 and simplex.relative_gap <= 1e-9
+    assert interior.upper_bound == pytest.approx(simplex.upper_bound, rel=2e-9)
+    assert interior.mechanism.certificate(problem.epsilon).ok
+
+
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+def test_a_dualized_interior_point_master_agrees_with_primal_simplex_and_resets_its_option(loss):
+    master = _banded_master(loss)
+    primal_objective, _, _ = master.solve("primal")
+    master.h.clearSolver()
+    objective, _, _ = master.solve("dualized ipm")
+    assert master.h.getOptionValue("ipx_dualize_strategy")[1] == 1
+    assert objective == pytest.approx(primal_objective, rel=1e-9)
+    assert master.basic_solution() is not None  # crossover leaves a basis
+    master.solve("ipm")
+    assert master.h.getOptionValue("ipx_dualize_strategy")[1] == master.dualize_strategy != 1
+
+
+def test_after_interior_masters_the_route_goes_on_with_a_dualized_interior_point():
+    problem = dpopt.CountQuery(n=60, alpha=0.9, loss="squared", side_information={"lower": 2, "upper": 58})
+    simplex = solve_by_column_generation(problem)
+    strategies = []
+    original = masters.Master.solve
+
+    def recorded(master, strategy="primal", **kwargs):
+        strategies.append(strategy)
+        return original(master, strategy, **kwargs)
+
+    with mock.patch.object(forms._ChainForm, "INTERIOR_BAND_RANGE", 0.0), mock.patch.object(loop, "INTERIOR_ROUNDS", 1), \
+            mock.patch.object(masters.Master, "solve", recorded):
+        interior = solve_by_column_generation(problem)
+    assert strategies[:2] == ["interior", "dualized ipm"]
+    assert interior.relative_gap <= 1e-9
+    assert interior.upper_bound == pytest.approx(simplex.upper_bound, rel=2e-9)
