@@ -48,6 +48,18 @@ master instead of INTERIOR_ROUNDS before HiGHS takes over: the even counts, alph
 10,000, 79.5 -> 45.9 s (the dualized fallback 49 -> 37 s on a master with fewer columns, and
 no 16.7 s warm round after it), but n = 5000 16.0 -> 18.4 s and at alpha = 0.99 12.0 -> 25.0
 s, so not adopted; nor the fallback without dualizing (72 s, 25,983 clean-up pivots).
+
+A cut form for squared loss (2026-11-26, session 9; measured, not used). The squared
+master sees each row of T only through its moments (delta_r, s_r), and by Jensen the
+exact set of them is ``s_r >= PL(delta_r)``, the piecewise-linear interpolation of t^2 at
+the integers: ``s_r >= (2j + 1) delta_r - j (j + 1)`` for every j. So the master can hold
+2 (n+1) moment variables and *cuts* instead of columns, an outer approximation whose rows
+jump to any mean in one solve (where the column master walks them there over rounds), cut
+by the segment each mean lands on (Kelley). With cuts j = -3..2 and at +-2^k (so no row
+jumps far for free) it reaches the column master's optimum exactly: a random 10% of n =
+1000, alpha = 0.9, 6 rounds and 1.4 s against 1.5 s. At n = 10,000, though, HiGHS's
+interior point took 230 s on its first master (266,964 cut rows, 62 iterations, then
+74,451 clean-up pivots) and the run 354 s against 28 s.
 """
 
 from __future__ import annotations
