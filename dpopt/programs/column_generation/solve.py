@@ -54,13 +54,17 @@ the windows.
 Session 9 (2026-11-26, one process, same session): what any better start could gain. An
 oracle first master holding the *optimal* support (the certified T's entries) with the band
 and the side neighbours certified in one round, but took 19.1 s against 27.7 s for the
-usual route: its interior point alone costs about as much as the usual first master and
-its warm rounds together. The columns priced from the *optimal* multipliers (each row's
-minimiser and NEARBY_WIDTH neighbours, 89,928 columns) made a first master of 207 s (IPX),
-and 298 s in all. So a predicted start, however good, leaves the run near 19 s on this
-machine, and the first master's interior point is what has to get faster. Dual simplex
-for that first master: 13.1 s against IPX's 10.7-13 s, then slower warm rounds (32.5 s in
-all against 23.5 s).
+usual route (0.69x; the usual route took 23.5 s in a faster hour, so ~16 s): its interior
+point alone costs about as much as the usual first master and its warm rounds together.
+The columns priced from the *optimal* multipliers (each row's minimiser and NEARBY_WIDTH
+neighbours, 89,928 columns) made a first master of 207 s (IPX), and 298 s in all; each
+row's minimiser alone under those multipliers does not predict the support either (the
+optimal multipliers leave many rows tied between two columns, and the optimal T mixes
+them): a first master at 178.146, four rounds from scratch, 127 s. So only a *primal*
+prediction of the support could bring this cell under 20 s, and none is known for a
+random S (no coarser problem has its pattern; windows of S interact, see above). Dual
+simplex for the usual first master: 13.1 s against IPX's 10.7-13 s, then slower warm
+rounds (32.5 s in all against 23.5 s).
 
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
