@@ -31,7 +31,7 @@ exact loss of the clipped remap, the lower bound prices the duals exactly. Measu
 -> 7.7 s, squared 59 -> 26 s. Its limit is accuracy, about 1e-8 relative on the duals
 of the squared master at n = 10,000, alpha = 0.9 (bound gap stuck at 3e-8 for 10 rounds,
 where it needs 1e-9): after INTERIOR_ROUNDS interior masters (after one where a basis can
-be predicted), HiGHS takes over, from a predicted basis where one applies (:func:`extended_basis`, below: 152 -> 15 s there) and
+be predicted), HiGHS takes over, from a predicted basis where one applies (:func:`~dpopt.programs.column_generation.starts.extended_basis`: 152 -> 15 s there) and
 otherwise from scratch (176 s there either way), with IPX working on the master's dual
 (``ipx_dualize_strategy = 1``; in one process 144 and 147 s against 182 s, through the
 benchmark 152 against 199 s; only this fallback is dualized: on the first masters at

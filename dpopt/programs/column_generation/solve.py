@@ -20,7 +20,7 @@ extension of :func:`extended_basis` for the even counts (their optimum at n0 = 2
 179.83, at n = 10,000 180 - 2.3e-6, and the conclusion then was that the ends do not
 decouple; wrong: S = all's optimum moves just as much, 179.83 to 180 - 2.3e-6, and its
 prediction works. What failed was S = all's pattern between the parts; the even counts'
-own pattern predicts well, see "Periodic S" below);
+own pattern predicts well, see "Periodic S" in :mod:`~dpopt.programs.column_generation.starts`);
 windows of S solved apart and joined (each input must see a single window's rows within
 ~30 noise scales, and the windows' optimal faces disagree where they meet: the join was
 20% above the bound); Wentges smoothing of the duals for pricing (absolute, random 10%:
