@@ -60,6 +60,11 @@ jumps far for free) it reaches the column master's optimum exactly: a random 10%
 1000, alpha = 0.9, 6 rounds and 1.4 s against 1.5 s. At n = 10,000, though, HiGHS's
 interior point took 230 s on its first master (266,964 cut rows, 62 iterations, then
 74,451 clean-up pivots) and the run 354 s against 28 s.
+As a primal predictor only (each row's columns at floor(r + delta_r) - 1 .. + 2, with the
+side neighbours, as the first master of the column form): Clarabel on the cut form with cuts
+j = -12..11 and at +-2^k took 30 s at n = 10,000 (200 iterations, "almost solved", 3e-5
+below the optimum: some rows still sit beyond the window) and the column master from its
+prediction three rounds, 68 s (at n = 1000: 1.7 s and 0.9 s, against 1.5 s in all).
 """
 
 from __future__ import annotations
