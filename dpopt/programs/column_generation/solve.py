@@ -77,7 +77,11 @@ The columns priced from the *optimal* multipliers (each row's minimiser and NEAR
 neighbours, 89,928 columns) made a first master of 207 s (IPX), and 298 s in all; each
 row's minimiser alone under those multipliers does not predict the support either (the
 optimal multipliers leave many rows tied between two columns, and the optimal T mixes
-them): a first master at 178.146, four rounds from scratch, 127 s. So only a *primal*
+them): a first master at 178.146, four rounds from scratch, 127 s. Nor does the optimal
+support where the multipliers are (hull rows 5990..9991, 4,288 of its 10,641 entries, with
+the band and side neighbours elsewhere): a first master at 178.146 again, two rounds, 37 s
+(the full support: one round, 16.6 s in that hour). Every input of S must reach the
+optimum's worst loss, so the rows far from the multipliers must move as well. So only a *primal*
 prediction of the support could bring this cell under 20 s, and none is known for a
 random S (no coarser problem has its pattern; windows of S interact, see above). Dual
 simplex for the usual first master: 13.1 s against IPX's 10.7-13 s, then slower warm
