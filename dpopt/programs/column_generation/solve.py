@@ -90,6 +90,16 @@ rounds (32.5 s in all against 23.5 s). Cutting IPX short (``ipm_iteration_limit`
 and no crossover, so no basis, and the retry solves the master again from scratch. HiGHS's
 ``simplex_update_limit`` (refactorisation every 500 or 2000 updates, default 5000) for the
 warm rounds: 31.0 / 31.3 s against 33.0 s, within this hour's noise.
+What makes the oracle's master cheap is how few columns it has: the optimal support and the
+diagonal alone (band 0, no side neighbours) certify in one round in 2.1 s; with the side
+neighbours 11.0 s; with band 1 as well 16.6 s (the usual route: 30.1 s in that hour). The
+interior point's cost is the alternative columns (a large, degenerate optimal face), so a
+primal predictor should hand over a *minimal* column set. Lean masters without one do not
+work: a loop of masters from scratch holding the diagonal, the last support and each row's
+minimiser +-1 certifies n = 1000 in 14 rounds (2.9 s; 26 rounds and 2.3 s with the minimiser
+alone), but at n = 10,000 stays at the geometric mechanism's 180 for 30 rounds (every input
+must improve at once), and after the usual first master creeps (178.27, 178.19, 178.12 in
+14-32 s a master).
 
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
