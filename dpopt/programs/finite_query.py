@@ -94,6 +94,22 @@ goal of <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py
 * *The dual's free row-sum columns split* (``pi = u - v``, u, v >= 0; 2026-11-26): HiGHS's
   interior point takes the same iterations on the 6-node universe (36 at epsilon = 1, 48 at
   4; 1.5 against 1.7 s) and at epsilon = 4 ends "unknown" instead of optimal: not used.
+* *A structured interior point of our own* (2026-11-26, session 10): Mehrotra's
+  predictor-corrector in numpy and LAPACK that eliminates each output's entries and
+  privacy rows through a dense inverse of its barrier Hessian
+  ``H_r = diag(z / x) + P^T diag(lam / s) P``, leaving one dense Cholesky of order |S| + m
+  (loss rows and row sums). Because it knows a dataset's loss row and row sum touch the
+  same k entries, an iteration costs k m^3 = 3.2e10 flops on the 1044 graphs against
+  HiPO's 4e11. Measured: 5 nodes, 13 iterations, 0.15 s, certified gap 5.7e-10; 6 nodes at
+  epsilon = 0.5, 33 iterations, 1.3 s (HiGHS 2.9 s), gap 7.5e-11. But as privacy rows
+  tighten (lam / s near 1e12 beside z / x near 1e-20) the solves lose accuracy, even with a
+  diagonal shift of 1e-14 of H_r's largest entry and three passes of iterative refinement:
+  the dual residual grows from 1e-9, the certified bound never comes within 1e-8
+  (epsilon = 1) or 3e-5 (epsilon = 4) of the optimum, and at epsilon = 4 the primal settles
+  7e-7 above it. On the 1044 graphs at epsilon = 1 an iteration took 2.3 s (the LAPACK
+  floor, 28 Cholesky inverses of order 1044, is 0.9 s) and a 1e-7 gap took ~48 iterations:
+  ~110 s, within the HiGHS route's range. Even with exact solves its floor (~30 iterations
+  x 0.9 s) is three times the goal, and k m^2 doubles rule out m = 5000: not adopted.
 """
 
 from __future__ import annotations
