@@ -100,6 +100,16 @@ minimiser +-1 certifies n = 1000 in 14 rounds (2.9 s; 26 rounds and 2.3 s with t
 alone), but at n = 10,000 stays at the geometric mechanism's 180 for 30 rounds (every input
 must improve at once), and after the usual first master creeps (178.27, 178.19, 178.12 in
 14-32 s a master).
+Session 10 (2026-11-26, one process): the *tie-aware* prediction from the optimal multipliers,
+both integers around each row's continuous minimiser (floor and ceil of r + m1 / m0, so rows
+tied between two columns keep both; 2 columns a row) with the diagonal. At n = 2000 it holds
+the whole optimal support (2,119 entries) and certifies in one round, 0.42 s against 2.65 s.
+At n = 10,000 it misses 5,257 of the 10,641 optimal entries: below ~6000 the optimal
+multipliers vanish (m0 underflows; their mass starts at 6486), so the prices there say
+nothing, yet those rows must move too (every input of S must get below the geometric
+mechanism's 180). Its master stayed at 180 for 12 rounds (741 s). So a predictor needs the
+multipliers' region from prices and the rest from feasibility at the optimum's level, and
+the multipliers themselves before any master has been solved.
 
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
