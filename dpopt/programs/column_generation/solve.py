@@ -109,7 +109,9 @@ multipliers vanish (m0 underflows; their mass starts at 6486), so the prices the
 nothing, yet those rows must move too (every input of S must get below the geometric
 mechanism's 180). Its master stayed at 180 for 12 rounds (741 s). So a predictor needs the
 multipliers' region from prices and the rest from feasibility at the optimum's level, and
-the multipliers themselves before any master has been solved.
+the multipliers themselves before any master has been solved. Nor is feasibility there
+cheap to guess: each row's best column under uniform multipliers on S (the min-average T,
+one column a row) brings the mean loss over S to 166.9 but leaves inputs at up to 310.
 
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
