@@ -112,6 +112,9 @@ multipliers' region from prices and the rest from feasibility at the optimum's l
 the multipliers themselves before any master has been solved. Nor is feasibility there
 cheap to guess: each row's best column under uniform multipliers on S (the min-average T,
 one column a row) brings the mean loss over S to 166.9 but leaves inputs at up to 310.
+HiGHS's direct-factorisation interior point, HiPO (highspy 1.15.1 with highspy-extras; the
+1.16 wheel lacks it), for the first master of this cell: 38.7 s against IPX's 11.6 s, then
+the same rounds.
 
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
