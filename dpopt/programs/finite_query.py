@@ -104,14 +104,15 @@ goal of <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py
   epsilon = 0.5, 33 iterations, 1.3 s (HiGHS 2.9 s), gap 7.5e-11. But as privacy rows
   tighten (lam / s near 1e12 beside z / x near 1e-20) the solves lose accuracy, even with a
   diagonal shift of 1e-14 of H_r's largest entry and three passes of iterative refinement:
-  the dual residual grows from 1e-9, the certified bound never comes within 1e-8
-  (epsilon = 1) or 3e-5 (epsilon = 4) of the optimum, and at epsilon = 4 the primal settles
-  7e-7 above it. On the 1044 graphs at epsilon = 1, keeping the best certified bound and
+  on 6 nodes the dual residual grows from 1e-9, the certified bound never comes within
+  1e-8 (epsilon = 1) or 3e-5 (epsilon = 4) of the optimum, and at epsilon = 4 the primal
+  settles 7e-7 above it. On the 1044 graphs at epsilon = 1, keeping the best certified bound and
   stopping when it stalls: 52 iterations, 118 s and a certified gap of 7.6e-7, against
   247 s and 6.7e-8 for the HiGHS route in the same hour. An iteration took 2.3 s: 0.9 s of
   LAPACK (28 Cholesky inverses of order 1044), most of the rest streaming the 244 MB of
   inverses through 16 refined solves. Even with exact solves its floor (~30 iterations x
-  0.9 s) is three times the goal, and k m^2 doubles rule out m = 5000: not adopted.
+  0.9 s) is three times the goal, and k m^2 doubles rule out m = 5000: not adopted (nor
+  would a hand-written solver be, where a real one does the job).
 """
 
 from __future__ import annotations
