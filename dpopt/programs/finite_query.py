@@ -111,8 +111,7 @@ goal of <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py
   247 s and 6.7e-8 for the HiGHS route in the same hour. An iteration took 2.3 s: 0.9 s of
   LAPACK (28 Cholesky inverses of order 1044), most of the rest streaming the 244 MB of
   inverses through 16 refined solves. Even with exact solves its floor (~30 iterations x
-  0.9 s) is three times the goal, and k m^2 doubles rule out m = 5000: not adopted (nor
-  would a hand-written solver be, where a real one does the job).
+  0.9 s) is three times the goal, and k m^2 doubles rule out m = 5000: not adopted.
 """
 
 from __future__ import annotations
