@@ -8,8 +8,11 @@ is deterministic; ``explore`` draws new random instances and ten times as many
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,3 +21,22 @@ PROBLEMS = ROOT / "problems"
 settings.register_profile("dpopt", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dpopt"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temporary_files_under_pytest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Send every temporary file of the run, and of the processes it starts, into pytest's own temporary folder.
+
+    Worker processes that are terminated or killed (the Dask and process-pool tests do both) cannot remove their
+    ``pymp-*`` and ``dask-scratch-space`` folders; under pytest's folder they go with its rotation of old runs
+    instead of piling up in the system's temporary directory.
+    """
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = folder, folder
+    yield
+    if saved[0] is None:
+        del os.environ["TMPDIR"]
+    else:
+        os.environ["TMPDIR"] = saved[0]
+    tempfile.tempdir = saved[1]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
 import json
 import math
@@ -189,27 +190,38 @@ def test_mutated_problem_files_end_in_a_certified_result_or_one_line(case, comma
 
 # --- the export readers -------------------------------------------------------------------
 
-def _exports(folder: Path) -> list[Path]:
-    """One export of every kind and format, written once per test session."""
-    written = []
-    for name, suffixes in [
-        ("gupte_sundararajan_table1.toml", [".csv", ".json", ".parquet", ".npz"]),
-        ("multi_level_release.toml", [".json", ".npz"]),
-        ("noise_adding_staircase.toml", [".json", ".csv"]),
-        ("calibration_gaussian_analytic.toml", [".json"]),
-        ("dx_example1.toml", [".json"]),
-    ]:
-        for suffix in suffixes:
-            target = folder / f"{Path(name).stem}{suffix}"
-            assert run_cli("solve", str(PROBLEMS / name), "--export", str(target))[0] == 0
-            written.append(target)
-    dense = folder / "table1_dense.json"
-    assert run_cli("solve", str(PROBLEMS / "gupte_sundararajan_table1.toml"), "--dense", "--export", str(dense))[0] == 0
-    return written + [dense]
+@dataclasses.dataclass(frozen=True)
+class StoredExport:
+    """One export's bytes (and its side-car's, if the format has one), held in memory."""
+
+    name: str
+    raw: bytes
+    meta: bytes | None
 
 
-EXPORT_DIR = Path(tempfile.mkdtemp(prefix="dpopt-fuzz-exports-"))
-EXPORTS = _exports(EXPORT_DIR)
+def _exports() -> list[StoredExport]:
+    """One export of every kind and format, written once per test session into a folder that is then removed."""
+    runs = [
+        ("gupte_sundararajan_table1.toml", suffix, []) for suffix in [".csv", ".json", ".parquet", ".npz"]
+    ] + [("multi_level_release.toml", suffix, []) for suffix in [".json", ".npz"]] + [
+        ("noise_adding_staircase.toml", suffix, []) for suffix in [".json", ".csv"]
+    ] + [
+        ("calibration_gaussian_analytic.toml", ".json", []),
+        ("dx_example1.toml", ".json", []),
+        ("gupte_sundararajan_table1.toml", ".json", ["--dense"]),
+    ]
+    stored = []
+    with tempfile.TemporaryDirectory(prefix="dpopt-fuzz-exports-") as folder:
+        for name, suffix, options in runs:
+            stem = "table1_dense" if options else Path(name).stem
+            target = Path(folder) / f"{stem}{suffix}"
+            assert run_cli("solve", str(PROBLEMS / name), *options, "--export", str(target))[0] == 0
+            meta = Path(f"{target}.meta.json")
+            stored.append(StoredExport(target.name, target.read_bytes(), meta.read_bytes() if meta.exists() else None))
+    return stored
+
+
+EXPORTS = _exports()
 
 
 def _edit_json(raw: bytes, draw: Any) -> bytes:
@@ -229,9 +241,9 @@ def _edit_json(raw: bytes, draw: Any) -> bytes:
 
 
 @st.composite
-def damaged_exports(draw: Any) -> tuple[Path, bytes, bool]:
+def damaged_exports(draw: Any) -> tuple[StoredExport, bytes, bool]:
     source = draw(st.sampled_from(EXPORTS))
-    raw = source.read_bytes()
+    raw = source.raw
     how = draw(st.sampled_from(["truncate", "flip", "splice", "edit", "edit", "empty"]))
     if how == "truncate":
         raw = raw[: draw(st.integers(0, max(0, len(raw) - 1)))]
@@ -241,7 +253,7 @@ def damaged_exports(draw: Any) -> tuple[Path, bytes, bool]:
     elif how == "splice":
         at = draw(st.integers(0, len(raw)))
         raw = raw[:at] + draw(st.binary(min_size=1, max_size=16)) + raw[at:]
-    elif how == "edit" and source.suffix == ".json":
+    elif how == "edit" and source.name.endswith(".json"):
         raw = _edit_json(raw, draw)
     elif how == "empty":
         raw = b""
@@ -257,9 +269,8 @@ def test_damaged_exports_are_refused_with_one_error_or_recertified(case):
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / source.name
         target.write_bytes(raw)
-        meta = Path(f"{source}.meta.json")
-        if meta.exists():
-            Path(f"{target}.meta.json").write_bytes(meta.read_bytes())
+        if source.meta is not None:
+            Path(f"{target}.meta.json").write_bytes(source.meta)
         try:
             solution = read_solution(target, recertify=recertify)
         except DPOptError as exc:
@@ -267,7 +278,7 @@ def test_damaged_exports_are_refused_with_one_error_or_recertified(case):
             return
         assert solution.certificate.ok
         if not recertify:  # only an unmodified file passes without re-certification
-            assert raw == source.read_bytes() or _same_content(raw, source.read_bytes())
+            assert raw == source.raw or _same_content(raw, source.raw)
 
 
 def _same_content(a: bytes, b: bytes) -> bool:
