@@ -164,6 +164,17 @@ EARLY_EXTENSION_MAX_N = 10_000
 INTERIOR_ROUNDS = 3
 
 
+def _on_hull(
+    initial: tuple[np.ndarray, np.ndarray] | None, problem: CountQuery, smaller: CountQuery
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The columns ``initial`` of ``problem`` as columns of its hull problem ``smaller`` (counts shifted, clamped)."""
+    if initial is None:
+        return None
+    low = min(problem.support)
+    rows, targets = (np.clip(np.asarray(part, dtype=np.int64) - low, 0, smaller.n) for part in initial)
+    return rows, targets
+
+
 def solve_by_column_generation(
     problem: CountQuery,
     *,
@@ -214,7 +225,8 @@ def solve_by_column_generation(
         (an independent route, for tests).
     initial : (rows, targets), optional
         The first master's columns ``T[rows[k], targets[k]]`` (with the diagonal, or the
-        band if given) instead of the band and the coarse start.
+        band if given) instead of the band and the coarse start; on the hull problem,
+        shifted and clamped to its counts.
 
     Raises
     ------
@@ -229,7 +241,8 @@ def solve_by_column_generation(
     smaller = hull_problem(problem) if hull else None
     if smaller is not None:
         on_hull = solve_by_column_generation(smaller, tolerance=tol, band=band, max_rounds=max_rounds, progress=progress,
-                                             coarse=coarse, flow=flow, split=split, closed_forms=closed_forms)
+                                             coarse=coarse, flow=flow, split=split, closed_forms=closed_forms,
+                                             initial=_on_hull(initial, problem, smaller))
         return embedded_result(problem, on_hull)
     if closed_forms:
         certified = (identity_certificate(problem, tolerance=tol) or two_count_threshold(problem, tolerance=tol)

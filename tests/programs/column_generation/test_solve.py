@@ -1,5 +1,6 @@
 """The column-generation loop against independent routes (the GS LP, the x-space program)."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -99,3 +100,16 @@ def test_the_loop_stops_when_new_columns_cannot_raise_the_bound():
 
 
 # -- the coarse-to-fine start (small epsilon, issue 16) ----------------------------------------
+
+
+def test_initial_columns_reach_the_hull_problems_first_master():
+    """S = 10..30 of 0..40 is solved on its hull: the caller's columns (full-problem counts) go there, shifted."""
+    problem = dpopt.CountQuery(n=40, alpha=0.6, loss="absolute", side_information=list(range(10, 31)))
+    usual, seeded = [], []
+    plain = solve_by_column_generation(problem, band=0, coarse=False, progress=usual.append)
+    rows = np.arange(10, 31)
+    with_initial = solve_by_column_generation(problem, band=0, initial=(rows, np.clip(rows + 3, 0, 40)), progress=seeded.append)
+    # hull rows 0..20 get targets 3..23 clamped to 20: only row 20 lands on its diagonal
+    assert seeded[0]["columns"] == usual[0]["columns"] + 20
+    assert with_initial.upper_bound == pytest.approx(plain.upper_bound, rel=1e-9)
+    assert with_initial.lower_bound <= with_initial.upper_bound
