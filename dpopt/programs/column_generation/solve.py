@@ -116,6 +116,20 @@ HiGHS's direct-factorisation interior point, HiPO (highspy 1.15.1 with highspy-e
 1.16 wheel lacks it), for the first master of this cell: 38.7 s against IPX's 11.6 s, then
 the same rounds.
 
+Session 11 (2026-11-26, one process, same session; the usual route 32.7 s): where the
+multipliers live decides the optimum. S cut to its counts >= 6000 (or >= 5000) has the
+same optimum to 3e-12 (177.8924024; the multipliers' mass starts at 6488) and solves on
+its hull in 8.5 s (9.9 s). Its optimal T on rows >= 6400, with the diagonal and band 1
+and the side neighbours below 6400, as the full problem's first master (warm primal
+rounds after it): 36,668 columns, a first master of 10.6 s at 178.146 (the rows below
+the multipliers still have to move), certified in three rounds: 15.1 s, so 23.2 s with
+the tail's solve. It needs the multipliers' region before any master (no cheap predictor
+of it is known: windows of S have optima 176.2-177.9 and cost 2-3 s per 2000 counts),
+so it was not adopted. Nor do windows of S solved on their hulls and joined: five
+windows of 2000 counts (11.3 s) gave columns whose first master sat at 179.9997 (every
+join must be re-routed; 15 rounds, 589 s in all); with 600 counts of margin trimmed off
+(24.4 s) at 178.597, 7 rounds and 178 s in all.
+
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
 n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round
