@@ -1,0 +1,42 @@
+"""Sweep files (dpopt.sweep_files): every bad description refused before any work, naming the field."""
+
+import pytest
+
+from dpopt import sweeps
+from dpopt.sweep_files import sweep_from_dict
+from dpopt.validation import InvalidParameterError
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"colour": "red"}, "colour"),
+    ({"grid": {"alpha": 0.5}}, "grid.alpha"),
+    ({"grid": {"kind": ["noise_adding"]}}, "grid.kind"),
+    ({"zip": {"alpha": [0.1, 0.2], "loss": ["absolute"]}}, "zip"),
+    ({"grid": {"alpha": [0.5, 1.5]}}, "alpha"),
+    ({"methods": ["simplex"]}, "methods"),
+    ({"methods": "lp"}, "methods"),
+    ({"base": {"loss": "absolute"}}, "base"),
+    ({"kind": "count_query"}, "kind"),
+])
+def test_invalid_sweeps_are_refused_before_any_work_naming_the_field(change, field, monkeypatch):
+    monkeypatch.setattr(sweeps, "solve_cell", lambda *a: pytest.fail("no cell may be solved"))
+    spec = {"kind": "sweep", "methods": ["lp"], "base": {"kind": "count_query", "n": 4, "loss": "absolute"},
+            "grid": {"alpha": [0.3]}} | change
+    with pytest.raises(InvalidParameterError, match=field):
+        sweep_from_dict(spec)
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"seeds": 3}, "seeds"),  # no [random]
+    ({"random": {"query": {"generator": "normal"}}, "seeds": 2}, "random.query"),
+    ({"random": {"query": {"generator": "uniform_matrix", "rows": 1, "columns": 3, "mean": 0}}, "seeds": 2}, "random.query.mean"),
+    ({"random": {"query": {"generator": "uniform_matrix", "rows": 1, "columns": 3}}}, "seeds"),
+    ({"random": {"query": {"generator": "uniform_matrix", "columns": 3}}, "seeds": 2}, "random.query.rows"),
+    ({"random": {"query": {"generator": "uniform_matrix", "rows": 1, "columns": 3}}, "seeds": 2,
+      "grid": {"random.query.depth": [1]}}, "random.query.depth"),
+])
+def test_bad_random_specifications_are_refused_naming_the_field(change, field):
+    spec = {"kind": "sweep", "methods": ["strategy2"],
+            "base": {"kind": "dx_linear_query", "n": 20, "query": [0.1, 0.2, 0.3], "metric": {"type": "uniform", "epsilon": 0.5}}} | change
+    with pytest.raises(InvalidParameterError, match=field.replace(".", r"\.")):
+        sweep_from_dict(spec)
