@@ -157,6 +157,7 @@ import numpy as np
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.column_generation.closed_forms import identity_certificate, solve_zero_one_by_flow, two_count_bisection, two_count_threshold
 from dpopt.programs.column_generation.forms import form_for
+from dpopt.programs.column_generation.game import game_applies, game_columns
 from dpopt.programs.column_generation.master import Master, normalised_multipliers
 from dpopt.programs.column_generation.pricing import Pricing, price_columns
 from dpopt.programs.column_generation.result import ABSOLUTE_GAP, ColumnGenerationResult, evaluated
@@ -230,7 +231,9 @@ def solve_by_column_generation(
         Called after each round with a dict (round, columns, master, lower).
     coarse : bool
         Start from the columns a coarser problem predicts (:func:`coarse_start`) where
-        that pays (small epsilon, absolute and squared loss); False: the band alone.
+        that pays (small epsilon, absolute and squared loss), or else, for squared loss on
+        a scattered S from n = GAME_FROM_N on, from the replies of the minimax game
+        (:func:`~dpopt.programs.column_generation.game.game_columns`); False: the band alone.
     flow : bool
         Zero-one loss: solve the O(n) flow LP first (:func:`solve_zero_one_by_flow`) and
         return its result when certified; otherwise column generation starts from its
@@ -288,6 +291,9 @@ def solve_by_column_generation(
     support = np.array(problem.support)
     master = Master(form_for(problem))
     predicted = coarse_start(problem, tolerance=tol) if coarse and initial is None else None
+    coarse_started = predicted is not None
+    if predicted is None and coarse and initial is None and game_applies(problem):
+        predicted = game_columns(problem)
     if band is None:
         band = 0 if predicted is not None or initial is not None else master.form.initial_band()
     r = np.repeat(np.arange(n + 1), 2 * band + 1)
@@ -347,7 +353,7 @@ def solve_by_column_generation(
     # zones, for one round that the interior point does from scratch in about 2 s)
     resolve = "primal" if initial is None else "ipm"
     master.start_from_identity()
-    strategy, refreshes, interior_rounds = master.form.first_strategy(coarse_started=predicted is not None), 0, 0
+    strategy, refreshes, interior_rounds = master.form.first_strategy(coarse_started=coarse_started), 0, 0
     incumbent: np.ndarray | None = None  # T values of the last master solved
     polished = False  # whether incumbent was recomputed from the basis (basic_solution)
     failure = ""
