@@ -21,11 +21,13 @@ Column generation then prices every column and certifies as before; the game onl
 chooses where it starts.
 
 Measured (a random 10% of the counts, squared loss, alpha = 0.9, n = 10,000, hull 0..9991;
-one process, 2026-11-26): 3000 rounds (3 s) give a column set of 11,494 entries that misses
-4,271 of the 10,641 entries of the certified optimum, yet the first master sits at 177.9113
-(optimum 177.8924; the usual band and side neighbours: 178.2722) and takes 4.1 s (IPM with
-crossover; the usual first master 11.6 s); eight warm rounds follow in 4 s, 11 s in all
-against 32.5 s.
+one process, 2026-11-26): 3000 rounds (about 3 s) give 11,494 columns that miss 4,271 of
+the 10,641 entries of the certified optimum, yet the first master (with the diagonal)
+sits at 177.9113 against the optimum 177.8924 (the usual band and side neighbours:
+178.2722) and takes 4-5 s by interior point and crossover (the usual first master:
+11.6 s); eight warm rounds follow in under 4 s: 11.0 and 11.9 s in all against 32.4 s,
+and 12.8 s through ``benchmarks/count_query.py --side-shape random10`` (31 s before).
+Where the game is used, and where it was measured not to pay: :func:`game_applies`.
 """
 
 from __future__ import annotations

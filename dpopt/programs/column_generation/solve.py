@@ -8,7 +8,9 @@ How a run goes
    then S in clusters too far apart to interact is solved cluster by cluster, and
    zero-one loss by its flow LP.
 3. Otherwise the first master holds a band around the diagonal and what the starts
-   predict (:mod:`~dpopt.programs.column_generation.starts`); it is solved as the loss
+   predict (:mod:`~dpopt.programs.column_generation.starts`), or, for squared loss on a
+   sparse S, the diagonal and the replies of the minimax game
+   (:mod:`~dpopt.programs.column_generation.game`); it is solved as the loss
    form chooses (:meth:`~dpopt.programs.column_generation.forms.Form.first_strategy`: primal simplex, HiGHS's IPM + crossover,
    or Clarabel's interior point), later masters by warm primal simplex from HiGHS's basis,
    or, after interior masters, from a predicted basis or HiGHS from scratch.
@@ -44,7 +46,7 @@ windows of S solved apart and joined (each input must see a single window's rows
 more rounds, 24.6 -> 32 s); each row's next counts of S as extra priced columns (more
 columns, no fewer rounds).
 
-Still over the issue's 20 s: a random 10% of n = 10,000, squared, alpha = 0.9 (28 s). Its
+Over the issue's 20 s until session 11: a random 10% of n = 10,000, squared, alpha = 0.9 (28 s). Its
 first master is HiGHS's interior point, 94 iterations (the last 40 take the gap from 1e-5
 to 1e-12, ~5 s) and 2,456 crossover pivots, ~15 s; then warm rounds of 5,184, 7,787 and a
 few hundred pivots. Measured this session and not adopted: every count between a row and
@@ -116,7 +118,10 @@ HiGHS's direct-factorisation interior point, HiPO (highspy 1.15.1 with highspy-e
 1.16 wheel lacks it), for the first master of this cell: 38.7 s against IPX's 11.6 s, then
 the same rounds.
 
-Session 11 (2026-11-26, one process, same session; the usual route 32.7 s): where the
+Session 11 (2026-11-26): this cell now starts from the minimax game's replies
+(:mod:`~dpopt.programs.column_generation.game`): 11-12 s in one process, 12.8 s through the
+benchmark. Before that, measured and not adopted (one process, same session; the usual
+route 32.7 s): where the
 multipliers live decides the optimum. S cut to its counts >= 6000 (or >= 5000) has the
 same optimum to 3e-12 (177.8924024; the multipliers' mass starts at 6488) and solves on
 its hull in 8.5 s (9.9 s). Its optimal T on rows >= 6400, with the diagonal and band 1
