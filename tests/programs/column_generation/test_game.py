@@ -91,7 +91,8 @@ def test_column_generation_from_the_game_equals_the_gs_lp(data):
 
 
 def test_the_first_master_holds_the_games_columns(monkeypatch):
-    """A random 10% of n = 2400 at alpha = 0.9: the game runs once, its columns (with the diagonal) are the first master."""
+    """A random 10% of n = 2400 at alpha = 0.9: the game runs once, its columns (with the diagonal) are the
+    first master, and the certified optimum is the usual route's."""
     from dpopt.programs.column_generation import solve as loop
 
     support = sorted(set(np.random.default_rng(0).choice(2401, size=240, replace=False).tolist()) | {0, 2400})
@@ -109,3 +110,8 @@ def test_the_first_master_holds_the_games_columns(monkeypatch):
     assert len(calls) == 1
     assert history[0]["columns"] == np.count_nonzero(rows != targets) + 2401
     assert result.within(1e-9, 1e-10)
+    monkeypatch.setattr(loop, "game_applies", lambda p: False)  # the band and side neighbours instead
+    usual = solve_by_column_generation(problem)
+    assert len(calls) == 1
+    assert result.upper_bound == pytest.approx(usual.upper_bound, rel=1e-9)
+    assert max(result.lower_bound, usual.lower_bound) <= min(result.upper_bound, usual.upper_bound) * (1 + 1e-12)
