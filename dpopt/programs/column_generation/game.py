@@ -21,18 +21,20 @@ Column generation then prices every column and certifies as before; the game onl
 chooses where it starts.
 
 Measured (a random 10% of the counts, squared loss, alpha = 0.9, n = 10,000, hull 0..9991;
-one process, 2026-11-26): 3000 rounds (about 3 s) give 11,494 columns that miss 4,271 of
+one process, 2026-11-26). 3000 rounds (about 4 s) give 11,494 columns that miss 4,271 of
 the 10,641 entries of the certified optimum, yet the first master (with the diagonal)
 sits at 177.9113 against the optimum 177.8924 (the usual band and side neighbours:
 178.2722) and takes 4-5 s by interior point and crossover (the usual first master:
-11.6 s); eight warm rounds follow in under 4 s: 11.0 and 11.9 s in all against 32.4 s,
-and 12.8 s through ``benchmarks/count_query.py --side-shape random10`` (31 s before).
+11.6 s); eight warm rounds follow in under 4 s. With the 1500 rounds used (GAME_ROUNDS)
+the cell takes 9.4 s in one process against 32.4 s for the usual start, and 9.8 s through
+``benchmarks/count_query.py --side-shape random10`` (31 s before).
 Where the game is used, and where it was measured not to pay: :func:`game_applies`.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import lapack
 
 from dpopt.mechanisms.geometric import column_weights
 from dpopt.problems.count_query import CountQuery
@@ -40,12 +42,24 @@ from dpopt.programs.column_generation.starts import extension_plan
 
 __all__ = ["GAME_FROM_ALPHA", "GAME_FROM_N", "GAME_MAX_FRACTION", "game_applies", "game_columns", "remap_losses", "squared_best_reply"]
 
-#: Rounds of the game.
-GAME_ROUNDS = 3000
-#: The step eta times the geometric mechanism's loss on an inner input (``2 alpha / (1 - alpha)^2``).
-GAME_STEP = 0.27
+#: Rounds of the game, and its step eta times the geometric mechanism's loss on an inner
+#: input (``2 alpha / (1 - alpha)^2``). Random 10% at alpha = 0.9, n = 10,000 (one process):
+#: 3000 rounds at 0.27 12.4 s, 2000 at 0.36 11.3 s, 1500 at 0.45 9.4 s, 1000 at 0.54 9.6 s;
+#: another seed 21.4 s (3000) and 19.8 s (1500), a random 20% 32.4 and 30.0 s.
+GAME_ROUNDS = 1500
+GAME_STEP = 0.45
 #: The replies of this last fraction of the rounds become columns.
 GAME_KEEP = 0.2
+#: After this many rounds the game stops (and the usual start is taken) if its Lagrangian
+#: bound shows the optimum within GAME_MIN_GAIN (relative) of the geometric mechanism's
+#: worst loss. Measured at alpha = 0.9, n = 10,000 (the bound's gap after 300 rounds; the
+#: gain at the optimum): random 5% of the counts 4.4e-2 (3.9e-2), 10% 1.5e-2 (1.2e-2), 20%
+#: 2.2e-3 (1.1e-3), where the game paid or broke even, against 30% 4.5e-4 (5e-5) and every
+#: 10th or 7th count 2.5e-4 (5e-7), where it did not: every 10th took 66 s with the game
+#: against 3.0 s without at n = 5000, and at n = 10,000 HiGHS's interior point crashed the
+#: process (a segmentation fault) on the game's first master.
+GAME_PROBE = 300
+GAME_MIN_GAIN = 1e-3
 #: The game starts column generation from this n on ...
 GAME_FROM_N = 2000
 #: ... and this alpha (below it the identity's basis is nearly optimal and primal simplex
@@ -53,7 +67,8 @@ GAME_FROM_N = 2000
 #: the game against 4.1 s without).
 GAME_FROM_ALPHA = 0.8
 #: ... where S holds at most this fraction of the counts. Random S at alpha = 0.9, n =
-#: 10,000 (one process, 2026-11-26), with the game against without: 5% 9.4 / 15.4 s, 10%
+#: 10,000 (one process, 2026-11-26; 3000 rounds at step 0.27, before the probe), with the
+#: game against without: 5% 9.4 / 15.4 s, 10%
 #: 20.9 / 50.5 s (another seed: 11 / 32 s), 15% 22.9 / 29.1 s, 20% 29.6 / 33.8 s, but 30%
 #: 640 / 30 s (16 rounds: where S is dense the optimum is close to the identity, 179.991
 #: against the geometric mechanism's 180, and the replies move rows it keeps), and 50% at
@@ -74,38 +89,45 @@ def game_applies(problem: CountQuery) -> bool:
 
 
 def _two_sided(x: np.ndarray, alpha: float) -> np.ndarray:
-    """``sum_j x_j alpha^|i - j|`` at every i, along the last axis: two first-order recurrences.
+    """``sum_j x_j alpha^|i - j|`` at every i, along the last axis of a stack ``x`` (k, m).
 
-    scipy.signal's ``lfilter`` runs each in C at ~0.1 ms for 10,000 terms, 40 times faster
-    than the banded solves of :func:`~dpopt.programs.geometric_moments.kernel_moments`, which
-    the certified pricing keeps (imported here, not at module level: scipy.signal imports
-    scipy.stats, about a second of every command-line start).
+    Both one-sided sums ``y_i = x_i + alpha y_(i-1)`` (the second on the reversed rows) are
+    one forward substitution with the unit lower bidiagonal matrix ``I - alpha shift``:
+    LAPACK's ``dtbtrs`` on all 2k right-hand sides at once, ~0.6 ms for three sequences of
+    10,000 (``scipy.linalg.solve_banded``'s checks made the same solves ~8 times slower, and
+    scipy.signal's ``lfilter``, twice as fast, costs 0.6 s to import). The substitution
+    multiplies and adds non-negative terms only, so every sum keeps its relative accuracy
+    however small it is: the game's weights reach 1e-100 and below and still decide replies.
     """
-    from scipy.signal import lfilter
-
-    forward = lfilter([1.0], [1.0, -alpha], x, axis=-1)
-    backward = lfilter([1.0], [1.0, -alpha], x[..., ::-1], axis=-1)[..., ::-1]
-    return forward + backward - x
+    rows, m = x.shape
+    bidiagonal = np.empty((2, m), order="F")
+    bidiagonal[0], bidiagonal[1] = 1.0, -alpha
+    sides = np.empty((m, 2 * rows), order="F")  # LAPACK's layout, filled without a temporary
+    sides[:, :rows] = x.T
+    sides[:, rows:] = x[:, ::-1].T
+    solved, info = lapack.dtbtrs(bidiagonal, sides, uplo="L", trans="N", diag="U", overwrite_b=1)
+    if info != 0:  # pragma: no cover - a unit triangular matrix is never singular
+        raise ArithmeticError(f"dtbtrs returned {info}")
+    total = solved[:, :rows] + solved[::-1, rows:]
+    total -= x.T
+    return total.T
 
 
 def squared_best_reply(lam: np.ndarray, alpha: float) -> np.ndarray:
     """Each row's best column under multipliers ``lam`` (length n + 1), squared loss.
 
-    Row r's cost of column ``r + t`` is ``g_r (m2 - 2 m1 t + m0 t^2)`` with the kernel sums
-    ``m_k = sum_i lam_i alpha^|i-r| (i - r)^k``: least at the integer below or above
-    ``m1 / m0`` (the diagonal where ``m0`` underflows). The same choice as the pricing's,
-    from sums that lose ~1e-12 relative to cancellation (``m1 = sum lam_i i ... - r m0``),
-    which can only flip a near tie: the game's columns are a prediction, never a bound.
+    Row r's cost of column r' is ``g_r sum_i lam_i alpha^|i-r| (i - r')^2``, a convex
+    quadratic in r' least at the kernel-weighted mean of the inputs,
+    ``c_r = sum_i lam_i alpha^|i-r| i / sum_i lam_i alpha^|i-r|``; so the integer nearest
+    ``c_r``, clipped to 0..n, is a best column (the diagonal where the sums underflow). The
+    pricing (:func:`~dpopt.programs.column_generation.pricing.price_columns`) compares the
+    two integers around ``c_r`` instead; the two can differ only at a tie.
     """
     n = lam.size - 1
     r = np.arange(n + 1, dtype=float)
-    m0, first = _two_sided(np.stack([lam, lam * r]), alpha)
-    m1 = first - r * m0
-    centre = np.divide(m1, m0, out=np.zeros_like(m1), where=m0 > 0)
-    low = np.clip(np.floor(centre), -r, n - r)
-    high = np.clip(low + 1, -r, n - r)
-    pick_high = -2 * m1 * high + m0 * high**2 < -2 * m1 * low + m0 * low**2
-    return (r + np.where(pick_high, high, low)).astype(np.int64)
+    total, moment = _two_sided(np.stack([lam, lam * r]), alpha)
+    centre = np.divide(moment, total, out=r.copy(), where=total > 0)
+    return np.clip(np.floor(centre + 0.5), 0, n).astype(np.int64)
 
 
 def remap_losses(targets: np.ndarray, alpha: float, inputs: np.ndarray) -> np.ndarray:
@@ -122,24 +144,33 @@ def remap_losses(targets: np.ndarray, alpha: float, inputs: np.ndarray) -> np.nd
     return second - 2 * i * first + i * i * zero
 
 
-def game_columns(problem: CountQuery, *, rounds: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def game_columns(problem: CountQuery, *, rounds: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Master columns (rows, targets): the best replies of the game's last rounds (squared loss).
 
     ``rounds`` defaults to GAME_ROUNDS; the replies of the last GAME_KEEP of them are kept.
+    None when, after GAME_PROBE rounds, the game's own Lagrangian bound shows that the side
+    information gains less than GAME_MIN_GAIN (relative) on the geometric mechanism: there
+    the optimum is the identity moved slightly, which the band finds, and the replies
+    only move rows it keeps.
     """
     rounds = GAME_ROUNDS if rounds is None else rounds
     n, alpha = problem.n, problem.alpha
     inputs = np.asarray(problem.support)
     step = GAME_STEP * (1 - alpha) ** 2 / (2 * alpha)
+    identity = float(remap_losses(np.arange(n + 1), alpha, inputs).max())
     log_weights = np.zeros(inputs.size)
     lam = np.zeros(n + 1)
     keep_from = rounds - max(1, int(GAME_KEEP * rounds))
-    seen = []
+    lower, seen = -np.inf, []
     for round_number in range(rounds):
         weights = np.exp(log_weights - log_weights.max())
         lam[inputs] = weights / weights.sum()
         targets = squared_best_reply(lam, alpha)
         losses = remap_losses(targets, alpha, inputs)
+        # the reply minimises the lam-weighted loss row by row: a Lagrangian lower bound
+        lower = max(lower, float(lam[inputs] @ losses))
+        if round_number + 1 == min(GAME_PROBE, rounds) and identity - lower < GAME_MIN_GAIN * identity:
+            return None
         log_weights += step * (losses - losses.max())
         if round_number >= keep_from:
             seen.append(np.arange(n + 1) * (n + 1) + targets)

@@ -119,7 +119,7 @@ HiGHS's direct-factorisation interior point, HiPO (highspy 1.15.1 with highspy-e
 the same rounds.
 
 Session 11 (2026-11-26): this cell now starts from the minimax game's replies
-(:mod:`~dpopt.programs.column_generation.game`): 11-12 s in one process, 12.8 s through the
+(:mod:`~dpopt.programs.column_generation.game`): 9.4 s in one process, 9.8 s through the
 benchmark. Before that, measured and not adopted (one process, same session; the usual
 route 32.7 s): where the
 multipliers live decides the optimum. S cut to its counts >= 6000 (or >= 5000) has the
