@@ -9,8 +9,8 @@ kernel-weighted mean of S around r (the pricing of
 (Freund and Schapire, 1999) let lambda grow on the inputs the current reply serves worst,
 ``lambda_i <- lambda_i exp(eta loss_i)``; the replies' average approaches an optimal
 mechanism and lambda an optimal multiplier vector. Each round is O(n): two-sided
-geometric-kernel sums for the reply and for the losses of a deterministic remap, about a
-millisecond at n = 10,000.
+geometric-kernel sums for the reply and for the losses of a deterministic remap, 1-2 ms
+at n = 10,000.
 
 The game is not run to optimality (its gap closes like 1/sqrt(rounds)). What it gives is a
 column set: the rows' replies over the last rounds, where lambda has settled. Unlike the
@@ -97,7 +97,8 @@ def _two_sided(x: np.ndarray, alpha: float) -> np.ndarray:
     10,000 (``scipy.linalg.solve_banded``'s checks made the same solves ~8 times slower, and
     scipy.signal's ``lfilter``, twice as fast, costs 0.6 s to import). The substitution
     multiplies and adds non-negative terms only, so every sum keeps its relative accuracy
-    however small it is: the game's weights reach 1e-100 and below and still decide replies.
+    however small it is: the game's weights span many orders of magnitude, and the small ones
+    still decide the replies of the rows far from the large ones.
     """
     rows, m = x.shape
     bidiagonal = np.empty((2, m), order="F")
