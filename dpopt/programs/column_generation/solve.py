@@ -144,6 +144,12 @@ from the coarse problem's (n = 100, alpha^10) multipliers interpolated onto 0..n
 continuous minimisers are off by 7.6 counts at the median and up to 37 (the optimal
 multipliers are not unique: HiGHS's hold 12.5% of their mass in the first tenth of the
 counts and none in the last), and the run took 4 rounds, 5.6 s.
+Nor did a narrower coarse prediction (PREDICTED_WIDTH 0 / 1 / 2 for squared loss: 4, 4
+and 3 rounds, 4.6-5.6 / 4.0 / 1.5-1.8 s against 1.2-1.5 s), the game's replies added to the
+coarse start (still two rounds, 1.9-3.7 s), or a lean second master holding only the first
+interior master's positive columns and the priced ones (n = 1000: 9,282 -> 8,021 columns,
+1.03-1.18 s against 1.14-1.39 s, within noise; with values above 1e-8 only, 2,399 columns
+and five rounds, 1.5-1.8 s; n = 5000: every column is positive, so nothing is dropped).
 
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
