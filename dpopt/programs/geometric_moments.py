@@ -12,8 +12,8 @@ satisfy ``forward_0[r] = w_r + alpha forward_0[r-1]`` and, expanding
     forward_2[r] = alpha (forward_2[r-1] + 2 forward_1[r-1] + forward_0[r-1])
 
 (backward likewise on the reversed sequence). Each is one forward substitution with
-the lower bidiagonal matrix ``I - alpha * shift`` (LAPACK's banded solver, through
-:func:`scipy.linalg.solve_banded`: the same multiply-add per step as
+the lower bidiagonal matrix ``I - alpha * shift`` (LAPACK's triangular banded solver
+``dtbtrs``: the same multiply-add per step as
 ``scipy.signal.lfilter([1], [1, -alpha], w)``, and the same bits in our tests, without
 importing scipy.signal, which imports scipy.stats: about a second of every CLI start).
 They give every kernel sum the count-query column generation needs, e.g.
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import solve_banded
+from scipy.linalg import lapack
 
 __all__ = ["KernelMoments", "kernel_moments"]
 
@@ -60,12 +60,21 @@ class KernelMoments:
 
 
 def _recurrence(w: np.ndarray, alpha: float) -> np.ndarray:
-    """``y[j] = w[j] + alpha y[j-1]`` along the last axis (``y[0] = w[0]``)."""
+    """``y[j] = w[j] + alpha y[j-1]`` along the last axis (``y[0] = w[0]``).
+
+    One forward substitution with the unit lower bidiagonal ``I - alpha shift``, by
+    LAPACK's ``dtbtrs`` on every sequence of the stack at once (``solve_banded``'s checks
+    made the same solve about 8 times slower: 3.2 ms against ~0.4 ms for the order-1 sums
+    of one sequence of 10,000).
+    """
     n = w.shape[-1]
-    bidiagonal = np.empty((2, n))
+    bidiagonal = np.empty((2, n), order="F")
     bidiagonal[0], bidiagonal[1] = 1.0, -alpha
-    columns = w.reshape(-1, n).T  # one right-hand side per sequence
-    return solve_banded((1, 0), bidiagonal, columns, check_finite=False).T.reshape(w.shape)
+    columns = np.array(w.reshape(-1, n).T, dtype=float, order="F")  # a copy: dtbtrs overwrites it
+    solved, info = lapack.dtbtrs(bidiagonal, columns, uplo="L", trans="N", diag="U", overwrite_b=1)
+    if info != 0:  # pragma: no cover - a unit triangular matrix is never singular
+        raise ArithmeticError(f"dtbtrs returned {info}")
+    return solved.T.reshape(w.shape)
 
 
 def _shifted(y: np.ndarray, alpha: float) -> np.ndarray:

@@ -34,11 +34,11 @@ Where the game is used, and where it was measured not to pay: :func:`game_applie
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack
 
 from dpopt.mechanisms.geometric import column_weights
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.column_generation.starts import extension_plan
+from dpopt.programs.geometric_moments import kernel_moments
 
 __all__ = ["GAME_FROM_ALPHA", "GAME_FROM_N", "GAME_MAX_FRACTION", "game_applies", "game_columns", "remap_losses", "squared_best_reply"]
 
@@ -88,32 +88,6 @@ def game_applies(problem: CountQuery) -> bool:
             and len(problem.support) <= GAME_MAX_FRACTION * (problem.n + 1) and extension_plan(problem) is None)
 
 
-def _two_sided(x: np.ndarray, alpha: float) -> np.ndarray:
-    """``sum_j x_j alpha^|i - j|`` at every i, along the last axis of a stack ``x`` (k, m).
-
-    Both one-sided sums ``y_i = x_i + alpha y_(i-1)`` (the second on the reversed rows) are
-    one forward substitution with the unit lower bidiagonal matrix ``I - alpha shift``:
-    LAPACK's ``dtbtrs`` on all 2k right-hand sides at once, ~0.6 ms for three sequences of
-    10,000 (``scipy.linalg.solve_banded``'s checks made the same solves ~8 times slower, and
-    scipy.signal's ``lfilter``, twice as fast, costs 0.6 s to import). The substitution
-    multiplies and adds non-negative terms only, so every sum keeps its relative accuracy
-    however small it is: the game's weights span many orders of magnitude, and the small ones
-    still decide the replies of the rows far from the large ones.
-    """
-    rows, m = x.shape
-    bidiagonal = np.empty((2, m), order="F")
-    bidiagonal[0], bidiagonal[1] = 1.0, -alpha
-    sides = np.empty((m, 2 * rows), order="F")  # LAPACK's layout, filled without a temporary
-    sides[:, :rows] = x.T
-    sides[:, rows:] = x[:, ::-1].T
-    solved, info = lapack.dtbtrs(bidiagonal, sides, uplo="L", trans="N", diag="U", overwrite_b=1)
-    if info != 0:  # pragma: no cover - a unit triangular matrix is never singular
-        raise ArithmeticError(f"dtbtrs returned {info}")
-    total = solved[:, :rows] + solved[::-1, rows:]
-    total -= x.T
-    return total.T
-
-
 def squared_best_reply(lam: np.ndarray, alpha: float) -> np.ndarray:
     """Each row's best column under multipliers ``lam`` (length n + 1), squared loss.
 
@@ -126,7 +100,7 @@ def squared_best_reply(lam: np.ndarray, alpha: float) -> np.ndarray:
     """
     n = lam.size - 1
     r = np.arange(n + 1, dtype=float)
-    total, moment = _two_sided(np.stack([lam, lam * r]), alpha)
+    total, moment = kernel_moments(np.stack([lam, lam * r]), alpha, 0).total
     centre = np.divide(moment, total, out=r.copy(), where=total > 0)
     return np.clip(np.floor(centre + 0.5), 0, n).astype(np.int64)
 
@@ -135,12 +109,13 @@ def remap_losses(targets: np.ndarray, alpha: float, inputs: np.ndarray) -> np.nd
     """Squared loss of ``G T`` on ``inputs`` for the deterministic remap ``T[r, targets[r]] = 1``.
 
     ``loss_i = sum_r g_r alpha^|i-r| (i - t_r)^2 = F(g t^2)_i - 2 i F(g t)_i + i^2 F(g)_i`` with
-    ``F`` the two-sided kernel sum (:func:`_two_sided`; rounding ~1e-8 absolute at n = 10,000).
+    ``F`` the two-sided kernel sum (:func:`~dpopt.programs.geometric_moments.kernel_moments`'s
+    ``total``; rounding ~1e-8 absolute at n = 10,000).
     """
     n = targets.size - 1
     g = column_weights(n, alpha)
     t = targets.astype(float)
-    zero, first, second = _two_sided(np.stack([g, g * t, g * t * t]), alpha)[:, inputs]
+    zero, first, second = kernel_moments(np.stack([g, g * t, g * t * t]), alpha, 0).total[:, inputs]
     i = inputs.astype(float)
     return second - 2 * i * first + i * i * zero
 
@@ -163,6 +138,7 @@ def game_columns(problem: CountQuery, *, rounds: int | None = None) -> tuple[np.
     lam = np.zeros(n + 1)
     keep_from = rounds - max(1, int(GAME_KEEP * rounds))
     lower, seen = -np.inf, []
+    row_keys = np.arange(n + 1) * (n + 1)  # a column's key: r (n + 1) + r'
     for round_number in range(rounds):
         weights = np.exp(log_weights - log_weights.max())
         lam[inputs] = weights / weights.sum()
@@ -174,6 +150,6 @@ def game_columns(problem: CountQuery, *, rounds: int | None = None) -> tuple[np.
             return None
         log_weights += step * (losses - losses.max())
         if round_number >= keep_from:
-            seen.append(np.arange(n + 1) * (n + 1) + targets)
+            seen.append(row_keys + targets)
     keys = np.unique(np.concatenate(seen))
     return keys // (n + 1), keys % (n + 1)
