@@ -156,6 +156,34 @@ JUMP_STEP = 1.0
 END_ROWS = 6
 END_EXTRA = 2
 END_LOSSES = ("absolute",)
+#: Squared loss after a coarse start whose factor k reached its target (alpha^k below
+#: COARSE_FROM_ALPHA: k fine counts per coarse count, about a tenth of a noise scale;
+#: :func:`widened`). The coarse optimum's rows are mostly one-entry rows, so its means move
+#: by whole coarse counts, and the fine means predicted from them are off by up to k counts
+#: in two places (alpha = 0.99, S = all): near the path's ends (rows 1-10 of n = 1000 and
+#: 36-111 of n = 5000, off by up to 8, mostly outward) and at jumps of the coarse means
+#: (n = 2000, rows 530-533, 860-862, ...: between the windows of their three predictions).
+#: Those few hundred missing entries cost a second interior master. So rows within
+#: END_ZONE_SCALES noise scales of an end (at most END_ZONE_FRACTION of the rows each)
+#: also get the columns out to k + 2 counts beyond their predicted mean outward and
+#: END_ZONE_INWARD more inward ...
+END_ZONE_SCALES = 2.0
+END_ZONE_FRACTION = 0.12
+END_ZONE_INWARD = 2
+#: ... and the EDGE_INTERVALS k rows at each end, where the means are extrapolated from the
+#: last two coarse rows (flat where those agree: n = 2500, row 2480 goes to 2433, predicted
+#: 2444), get k + 2 columns inward as well.
+EDGE_INTERVALS = 3
+#: ... the rows of a jump get every column between their predictions' windows, and where
+#: the path spans fewer than WIDER_WITHIN_SCALES noise scales, every row gets one more column
+#: each side (n = 1000 and 2000 miss entries one beyond the window in the middle too).
+#: Measured in one process, two runs each, against the previous start (2026-11-26, session 12):
+#: n = 1000 1.13-1.50 -> 0.75-0.95 s, 2000 3.1-3.6 -> 2.6-2.8 s, 3000 6.8-7.9 -> 4.4 s,
+#: 4000 9.9-11.2 -> 5.3 s, 5000 12.2-15.6 -> 7.3-8.6 s, 10,000 28.6-34.1 -> 20.0-21.5 s, each
+#: one round instead of two. Where the coarse problem is itself coarsened (alpha = 0.999) the
+#: prediction is finer and the wider windows only cost (n = 10,000: 38 -> 51 s), so they are
+#: not used there.
+WIDER_WITHIN_SCALES = 25.0
 
 
 #: The mirrored-extension start (:func:`extended_basis`) solves a smaller problem with
@@ -336,8 +364,10 @@ def coarse_start(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[np.n
     predicts the optimal support. The coarse problem (n // k rows, alpha^k, side
     information S // k) is solved the same way (recursively, so alpha = 0.999 goes through
     0.99 to about 0.9); its row means, scaled by :func:`predicted_means`, give each fine row
-    the columns around its predicted mean. The prediction only chooses where column
-    generation starts: pricing still checks every column and the bounds certify the result.
+    the columns around its predicted mean; for squared loss the rows near the ends and at
+    jumps of the means get wider windows (:func:`widened`). The prediction only chooses where
+    column generation starts: pricing still checks every column and the bounds certify the
+    result.
     """
     from dpopt.programs.column_generation.solve import solve_by_column_generation  # the loop imports this module
     n, alpha = problem.n, problem.alpha
@@ -352,9 +382,14 @@ def coarse_start(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[np.n
     coarse_means = row_means(result.mechanism.remap)
     phi = predicted_means(coarse_means, n, k)
     jumps, from_left, from_right = one_sided_means(coarse_means, n, k)
+    wide = widened(problem, k)
     w = PREDICTED_WIDTH[problem.loss_name]
+    if wide and n * (1.0 - alpha) < WIDER_WITHIN_SCALES:
+        w += 1
     offsets = np.arange(-w, w + 2)
     predictions = [(np.arange(n + 1), phi, offsets), (jumps, from_left, offsets), (jumps, from_right, offsets)]
+    if wide:
+        predictions += _end_zones(n, alpha, k, w, phi)
     if problem.loss_name in END_LOSSES:
         depth = min(END_ROWS, (n + 1) // 2)
         low, high = np.arange(depth), np.arange(n + 1 - depth, n + 1)
@@ -362,8 +397,43 @@ def coarse_start(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[np.n
                         (high, phi[high], np.arange(-w - END_EXTRA, -w))]
     rows = np.concatenate([np.repeat(r, o.size) for r, _, o in predictions])
     targets = np.concatenate([(np.floor(p).astype(np.int64)[:, None] + o).ravel() for _, p, o in predictions])
+    if wide:
+        filled = _between(jumps, [phi[jumps], from_left, from_right], offsets)
+        rows, targets = np.concatenate([rows, filled[0]]), np.concatenate([targets, filled[1]])
     inside = (targets >= 0) & (targets <= n)
     return _gap_edges(problem, rows[inside], targets[inside])
+
+
+def widened(problem: CountQuery, k: int) -> bool:
+    """Whether the coarse start widens its prediction near the ends and at jumps (see END_ZONE_SCALES).
+
+    Squared loss, S = all of 0..n or periodic (:func:`side_period`; on a random 10% or S
+    with gaps the wider windows only made the masters larger), and a coarse problem at
+    alpha^k below COARSE_FROM_ALPHA (k reached its target, about a tenth of a noise scale).
+    """
+    return problem.loss_name == "squared" and problem.alpha**k < COARSE_FROM_ALPHA and side_period(problem) is not None
+
+
+def _end_zones(n: int, alpha: float, k: int, w: int, phi: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Predictions (rows, means, offsets) widening the rows near each end (see END_ZONE_SCALES)."""
+    zone = min(int(np.ceil(END_ZONE_SCALES * noise_scale(alpha))), int(END_ZONE_FRACTION * (n + 1)))
+    edge = min(EDGE_INTERVALS * k, zone)
+    # j counts beyond the window floor(phi) - w .. floor(phi) + w + 1: outward to k + 2 counts
+    # from phi, inward END_ZONE_INWARD (in the extrapolated edge rows also to k + 2)
+    outward, inward, edge_inward = np.arange(1, k + 3 - w), np.arange(1, END_ZONE_INWARD + 1), np.arange(END_ZONE_INWARD + 1, k + 3 - w)
+    above, below = (lambda j: w + 1 + j), (lambda j: -w - j)
+    low, high = np.arange(zone), np.arange(n + 1 - zone, n + 1)
+    low_edge, high_edge = low[:edge], high[high.size - edge :]
+    return [(low, phi[low], np.concatenate([below(outward), above(inward)])), (low_edge, phi[low_edge], above(edge_inward)),
+            (high, phi[high], np.concatenate([above(outward), below(inward)])), (high_edge, phi[high_edge], below(edge_inward))]
+
+
+def _between(rows: np.ndarray, means: list[np.ndarray], offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every column (rows, targets) from the lowest to the highest window of ``means`` (one per row)."""
+    low = np.floor(np.min(means, axis=0)).astype(np.int64) + offsets[0]
+    high = np.floor(np.max(means, axis=0)).astype(np.int64) + offsets[-1]
+    count = high - low + 1
+    return np.repeat(rows, count), np.repeat(low, count) + _ranges(count)
 
 
 #: Losses whose first master also holds each row's nearest counts of S (:func:`side_neighbours`),

@@ -84,9 +84,74 @@ def test_the_end_rows_get_columns_further_inward_for_absolute_loss():
     last = targets[rows == n - 1]
     assert last.max() - last.min() == 2 * w + 1 + starts.END_EXTRA and last.min() <= n - 68  # mirrored: inward is down
     squared_rows, _ = starts.coarse_start(dpopt.CountQuery(n=n, alpha=0.99, loss="squared"))
-    assert np.bincount(squared_rows)[1] == 2 * starts.PREDICTED_WIDTH["squared"] + 2
+    # squared loss widens its own way (n (1 - alpha) = 8 < WIDER_WITHIN_SCALES: w + 1 everywhere)
+    assert np.bincount(squared_rows)[n // 2] == 2 * (starts.PREDICTED_WIDTH["squared"] + 1) + 2
     result = solve_by_column_generation(dpopt.CountQuery(n=n, alpha=0.99, loss="absolute"))
     assert result.rounds == 1 and result.relative_gap <= 1e-9  # four rounds without the inward columns
+
+
+@settings(max_examples=60)
+@given(st.integers(1, 12), st.integers(0, 5), st.lists(st.floats(0, 60), min_size=3, max_size=3), st.integers(0, 4))
+def test_columns_between_windows_cover_every_window_without_gaps(k, w, means, row):
+    offsets = np.arange(-w, w + 2)
+    rows, targets = starts._between(np.array([row]), [np.array([m]) for m in means], offsets)
+    assert np.all(rows == row) and np.all(np.diff(targets) == 1)  # one contiguous run
+    windows = np.concatenate([np.floor(m).astype(int) + offsets for m in means])
+    assert targets.min() == windows.min() and targets.max() == windows.max()
+
+
+def test_the_end_zones_reach_k_plus_2_outward_and_the_edge_rows_inward_too():
+    n, alpha, k, w = 5000, 0.99, 10, 3
+    phi = np.arange(n + 1) + 0.5
+    predictions = starts._end_zones(n, alpha, k, w, phi)
+    rows = np.concatenate([np.repeat(r, o.size) for r, _, o in predictions])
+    targets = np.concatenate([(np.floor(p).astype(np.int64)[:, None] + o).ravel() for _, p, o in predictions])
+    zone = min(int(np.ceil(starts.END_ZONE_SCALES * 100)), int(starts.END_ZONE_FRACTION * (n + 1)))
+    assert set(np.unique(rows)) == set(range(zone)) | set(range(n + 1 - zone, n + 1))
+
+    def reach(r):
+        mine = targets[rows == r] - r  # with the window -w..w+1 around floor(phi) = r
+        return np.union1d(mine, np.arange(-w, w + 2))
+
+    middle_low, edge_low = zone // 2, 1
+    np.testing.assert_array_equal(reach(middle_low), np.arange(-k - 2, w + 2 + starts.END_ZONE_INWARD))  # outward = down
+    np.testing.assert_array_equal(reach(n - middle_low), np.arange(-w - starts.END_ZONE_INWARD, k + 4))
+    np.testing.assert_array_equal(reach(edge_low), np.arange(-k - 2, k + 4))  # extrapolated rows: both ways
+    np.testing.assert_array_equal(reach(n - edge_low), np.arange(-k - 2, k + 4))
+
+
+@pytest.mark.parametrize("side", [None, list(range(0, 1001, 2))])
+def test_the_widened_squared_start_certifies_in_one_master(monkeypatch, side):
+    # alpha = 0.99, n = 1000: the previous windows missed a few dozen optimal entries near
+    # the ends and one beyond the window in the middle, and needed a second interior master
+    problem = dpopt.CountQuery(n=1000, alpha=0.99, loss="squared", side_information=side)
+    assert starts.widened(problem, starts.coarse_factor(1000, 0.99))
+    wide = solve_by_column_generation(problem)
+    monkeypatch.setattr(starts, "widened", lambda problem, k: False)
+    narrow = solve_by_column_generation(problem)
+    assert wide.relative_gap <= 1e-9 and narrow.relative_gap <= 1e-9
+    assert wide.upper_bound == pytest.approx(narrow.upper_bound, rel=2e-9)
+    assert wide.rounds == 1 < narrow.rounds
+
+
+def test_the_widened_start_is_kept_to_squared_loss_on_regular_s_at_its_target_factor():
+    k = starts.coarse_factor(1000, 0.99)
+    assert starts.widened(dpopt.CountQuery(n=1000, alpha=0.99, loss="squared"), k)
+    assert not starts.widened(dpopt.CountQuery(n=1000, alpha=0.99, loss="absolute"), k)
+    scattered = sorted(np.random.default_rng(0).choice(1001, size=100, replace=False).tolist())
+    assert not starts.widened(dpopt.CountQuery(n=1000, alpha=0.99, loss="squared", side_information=scattered), k)
+    # alpha = 0.999: k = 10 is capped below its target and the coarse problem is coarsened again
+    assert not starts.widened(dpopt.CountQuery(n=10_000, alpha=0.999, loss="squared"), starts.coarse_factor(10_000, 0.999))
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None)
+@given(st.integers(600, 900), st.floats(0.95, 0.995), st.sampled_from([1, 2]))
+def test_the_widened_start_never_changes_the_certified_optimum(n, alpha, period):
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss="squared", side_information=list(range(0, n + 1, period)))
+    coarse, plain = solve_by_column_generation(problem), solve_by_column_generation(problem, coarse=False)
+    assert coarse.relative_gap <= 1e-9 and plain.relative_gap <= 1e-9
+    assert coarse.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9)
 
 
 @pytest.mark.slow
