@@ -374,8 +374,11 @@ def _isolation_context() -> Any:
     """forkserver (children forked from a server that has imported dpopt: fast, no inherited threads), else spawn."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        # the solvers too, so a cell's memory is its own work, not first-call imports (missing ones are skipped)
-        context.set_forkserver_preload(["dpopt.sweeps", "dpopt.registry", "dpopt.methods", "dpopt.solvers", "cvxpy", "highspy", "scipy.optimize"])
+        # the solvers too, so a cell's memory is its own work, not first-call imports (missing ones are skipped);
+        # pandas too: solutions carry their row losses as a Series, and its first import (0.3-0.5 s) was
+        # counted in every cell's seconds
+        context.set_forkserver_preload(["dpopt.sweeps", "dpopt.registry", "dpopt.methods", "dpopt.solvers", "cvxpy", "highspy",
+                                        "scipy.optimize", "pandas"])
         return context
     return multiprocessing.get_context("spawn")
 
