@@ -73,6 +73,9 @@ CLARABEL_OPTIONS = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-1
 #: Interior remap values at or below this are set to 0 (an interior point leaves every
 #: column slightly positive); the certificate is computed on what is kept.
 INTERIOR_DROP = 1e-13
+#: Losses symmetric under (i, r') -> (n - i, n - r'), for which :meth:`Master.solve_interior`
+#: folds the master onto mirror-symmetric remaps (user tables are not checked for it).
+MIRROR_LOSSES = ("absolute", "squared", "zero_one")
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,7 @@ class Master:
         installed.row_status = row_status.tolist()
         return self.h.setBasis(installed) == highspy.HighsStatus.kOk
 
-    def solve_interior(self) -> tuple[float, np.ndarray, np.ndarray]:
+    def solve_interior(self, *, mirror: bool = True) -> tuple[float, np.ndarray, np.ndarray]:
         """Solve the restricted master with Clarabel's interior point: no basis, no crossover.
 
         The optimum is accurate to about 1e-10 relative (often "almost solved": Clarabel's
@@ -224,14 +227,37 @@ class Master:
         clipped remap as the upper bound and prices the duals exactly for the lower bound.
         Returns the objective, the remap values and the loss-row duals (HiGHS's signs).
 
+        With ``mirror``, where S and the loss are symmetric under r <-> n - r, the master is
+        solved on mirror-symmetric remaps only (:meth:`_mirror_fold`): the mirror of any
+        optimal T is optimal, so is their average, and the restricted master's optimum is
+        the same once its columns are closed under the mirror (they are, here). Each pair of
+        mirrored columns becomes one, and the convexity rows r > n/2 and loss rows i > n/2
+        (copies of their mirrors') are dropped; the chain rows stay. The duals of a kept
+        loss row are split evenly between i and n - i. Clarabel then solves a master about
+        half the size (alpha = 0.99, S = all, one interior master, in one process,
+        2026-11-26: squared n = 1000 0.92 -> 0.61-0.82 s, n = 5000 7.7-8.6 -> 5.6-6.2 s;
+        absolute n = 5000 3.9 -> 2.4-2.5 s; squared at alpha = 0.999, n = 5000, 18.5 ->
+        9.3 s, two rounds instead of three). The certificate is unchanged: the upper bound is
+        the exact loss of the returned T, and any multipliers give a valid lower bound.
+
         Raises
         ------
         SolverError
             If Clarabel reports neither solved nor almost solved.
         """
+        fold = self._mirror_fold() if mirror else None
         matrix, costs = self.matrix()
         lower, upper = np.array(self.form.row_lower), np.array(self.form.row_upper)
         equal = np.isfinite(lower)  # convexity and chain rows; the loss rows are <= rows
+        kept = np.ones(lower.size, dtype=bool)
+        if fold is not None:
+            n, support = self.form.n, self.form.support
+            counts = np.arange(n + 1)
+            kept[self.form.conv[2 * counts > n]] = False
+            kept[self.form.loss_at[support[2 * support > n]]] = False
+            matrix = sparse.hstack([matrix[:, : self.first_t], matrix[:, self.first_t :] @ fold], format="csc")[kept]
+            costs = np.concatenate([costs[: self.first_t], costs[self.first_t :] @ fold])
+            lower, upper, equal = lower[kept], upper[kept], equal[kept]
         remap_count = matrix.shape[1] - self.first_t
         constraints = sparse.vstack([matrix[equal], matrix[~equal], -sparse.eye_array(matrix.shape[1], format="csc")[self.first_t :]])
         rhs = np.concatenate([lower[equal], upper[~equal], np.zeros(remap_count)])
@@ -248,8 +274,41 @@ class Master:
         x, z = np.asarray(solution.x), np.asarray(solution.z)
         equalities = int(equal.sum())
         duals = -z[equalities : equalities + int((~equal).sum())]
-        values = np.where(x[self.first_t :] > INTERIOR_DROP, x[self.first_t :], 0.0)
+        values = x[self.first_t :]
+        if fold is not None:
+            values = fold @ values
+            half = support[2 * support <= n]
+            by_count = np.zeros(n + 1)
+            by_count[half] = duals / np.where(2 * half == n, 1.0, 2.0)
+            by_count[n - half] = by_count[half]
+            duals = by_count[support]
+        values = np.where(values > INTERIOR_DROP, values, 0.0)
         return float(solution.obj_val) / self.objective_scale, values, duals
+
+    def _mirror_fold(self) -> sparse.csc_array | None:
+        """The map from mirror-symmetric remaps to the master's T columns, or None where S or the loss is not symmetric.
+
+        First closes the columns under the mirror (r, r') -> (n - r, n - r'). Column j of the
+        returned (T columns x pairs) 0/1 matrix has a 1 at each column of pair j: two for a
+        mirrored pair, one for a column that is its own mirror.
+        """
+        n, support = self.form.n, self.form.support
+        if self.form.problem.loss_name not in MIRROR_LOSSES or not np.array_equal(support, n - support[::-1]):
+            return None
+        self.add_remap_columns(n - self.t_rows, n - self.t_cols)
+        keys = self.t_rows * (n + 1) + self.t_cols
+        mirrored = (n - self.t_rows) * (n + 1) + (n - self.t_cols)
+        order = np.argsort(keys)
+        at = np.minimum(np.searchsorted(keys[order], mirrored), keys.size - 1)
+        partner = order[at]
+        if not np.array_equal(keys[partner], mirrored):
+            return None
+        first = np.flatnonzero(np.arange(keys.size) <= partner)
+        pair = np.arange(first.size)
+        double = partner[first] != first
+        rows = np.concatenate([first, partner[first][double]])
+        cols = np.concatenate([pair, pair[double]])
+        return sparse.csc_array((np.ones(rows.size), (rows, cols)), shape=(keys.size, first.size))
 
     def solve(self, strategy: str = "primal", *, checked: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
         """Solve the restricted master.

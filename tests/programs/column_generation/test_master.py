@@ -92,6 +92,54 @@ def test_an_interior_master_agrees_with_highs_on_the_same_master(loss):
     np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-9)
 
 
+def test_the_mirror_fold_pairs_each_column_with_its_mirror_after_closing_the_set():
+    n = 10
+    master = masters.Master(form_for(dpopt.CountQuery(n=n, alpha=0.9, loss="squared")))
+    master.add_remap_columns(np.array([0, 2, 5, 7]), np.array([1, 2, 5, 9]))  # (5, 5) is its own mirror
+    fold = master._mirror_fold()
+    pairs = set(zip(master.t_rows.tolist(), master.t_cols.tolist()))
+    assert pairs == {(0, 1), (10, 9), (2, 2), (8, 8), (5, 5), (7, 9), (3, 1)}  # closed under the mirror
+    assert fold.shape == (7, 4)
+    dense = fold.toarray()
+    assert np.all(dense.sum(axis=1) == 1)  # each column in exactly one pair
+    for j in range(dense.shape[1]):
+        members = {(int(master.t_rows[k]), int(master.t_cols[k])) for k in np.flatnonzero(dense[:, j])}
+        assert {(n - r, n - c) for r, c in members} == members  # a pair is its own mirror image
+    assert sorted(dense.sum(axis=0).astype(int).tolist()) == [1, 2, 2, 2]
+    asymmetric = masters.Master(form_for(dpopt.CountQuery(n=n, alpha=0.9, loss="squared", side_information=[0, 1, 2, 9])))
+    asymmetric.add_remap_columns(np.array([0]), np.array([1]))
+    assert asymmetric._mirror_fold() is None and asymmetric.t_rows.size == 1  # no fold, nothing added
+    table = masters.Master(form_for(dpopt.CountQuery(n=n, alpha=0.9, loss=capped_table(n))))
+    assert table._mirror_fold() is None  # user tables are not assumed symmetric
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(6, 50), st.floats(0.5, 0.97), st.sampled_from(["absolute", "squared", "zero_one"]), st.integers(0, 2**32 - 1),
+       st.integers(1, 3))
+def test_the_folded_interior_master_has_the_full_masters_optimum(n, alpha, loss, seed, band):
+    # the full master (its columns closed under the mirror) solved by HiGHS's simplex against
+    # the folded one solved by Clarabel: the same optimum, a symmetric remap, symmetric duals
+    rng = np.random.default_rng(seed)
+    half = rng.choice(n // 2 + 1, size=rng.integers(1, n // 2 + 2), replace=False)
+    side = sorted(set(half.tolist()) | {n - int(i) for i in half})
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=side if len(side) < n + 1 else None)
+    master = masters.Master(form_for(problem))
+    r = np.repeat(np.arange(n + 1), 2 * band + 1)
+    master.add_remap_columns(r, np.clip(r + np.tile(np.arange(-band, band + 1), n + 1), 0, n))
+    extra = rng.integers(0, n + 1, size=(2, n))
+    master.add_remap_columns(extra[0], extra[1])
+    folded_objective, values, duals = master.solve_interior()  # closes the columns under the mirror first
+    master.start_from_identity()
+    full_objective, _, _ = master.solve("primal")
+    assert folded_objective == pytest.approx(full_objective, rel=1e-8, abs=1e-9)
+    remap = master.remap(values).toarray()
+    np.testing.assert_allclose(remap, remap[::-1, ::-1], atol=1e-12)
+    np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-8)
+    support = np.array(problem.support)
+    by_count = dict(zip(support.tolist(), duals.tolist()))
+    np.testing.assert_allclose(duals, [by_count[n - i] for i in support.tolist()])
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(20, 60), st.floats(0.8, 0.97), st.sampled_from(["absolute", "squared"]), st.integers(0, 10), st.integers(0, 10))
 def test_interior_masters_reach_the_certified_optimum_of_the_simplex_route(n, alpha, loss, cut_low, cut_high):
