@@ -151,6 +151,13 @@ interior master's positive columns and the priced ones (n = 1000: 9,282 -> 8,021
 1.03-1.18 s against 1.14-1.39 s, within noise; with values above 1e-8 only, 2,399 columns
 and five rounds, 1.5-1.8 s; n = 5000: every column is positive, so nothing is dropped).
 
+Session 12 (2026-11-26): the same cell certifies after one interior master from the widened
+coarse start (:func:`~dpopt.programs.column_generation.starts.widened`), and that master is
+folded onto mirror-symmetric remaps (:meth:`Master.solve_interior`): 0.80 s through the
+benchmark. Clarabel's own settings did not help: its qdldl and faer solvers took the same
+time (0.42-0.56 s for one master), tolerances 1e-6 to 1e-12 took 51-57 iterations, and
+equilibration or presolve off changed nothing beyond noise.
+
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
 n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round

@@ -180,9 +180,12 @@ EDGE_INTERVALS = 3
 #: Measured in one process, two runs each, against the previous start (2026-11-26, session 12):
 #: n = 1000 1.13-1.50 -> 0.75-0.95 s, 2000 3.1-3.6 -> 2.6-2.8 s, 3000 6.8-7.9 -> 4.4 s,
 #: 4000 9.9-11.2 -> 5.3 s, 5000 12.2-15.6 -> 7.3-8.6 s, 10,000 28.6-34.1 -> 20.0-21.5 s, each
-#: one round instead of two. Where the coarse problem is itself coarsened (alpha = 0.999) the
-#: prediction is finer and the wider windows only cost (n = 10,000: 38 -> 51 s), so they are
-#: not used there.
+#: one round instead of two (n = 800 and 2500 needed the 12% cap and the edge rows: rows 88
+#: and 2480 sat just outside; n = 1500 still takes two rounds, 3.2-3.9 s against 4.0-4.5 s).
+#: Where the coarse problem is itself coarsened (alpha = 0.999) the prediction is finer and
+#: the wider windows only cost (n = 10,000: 38 -> 51 s), so they are not used there; nor on
+#: S without a period (a random 10% of n = 5000: 7-8.6 -> 10-11 s, 10-40% and 60-90%: +10%).
+#: Not enough alone: PREDICTED_WIDTH 4-8 everywhere (n = 1000: two rounds, 1.1-2.1 s).
 WIDER_WITHIN_SCALES = 25.0
 
 
