@@ -61,6 +61,12 @@ def test_the_first_master_is_interior_where_it_is_likely_optimal():
     assert gapped(1000, 0.99, list(range(0, 501)) + list(range(525, 1001))) == "ipm"
     assert gapped(1000, 0.99, list(range(0, 501)) + list(range(524, 1001))) == "interior"
     assert gapped(1000, 0.99, list(range(0, 1001, 2))) == "interior"  # the even counts
+    # ... unless S is symmetric and the loss squared: the master is folded in half (Master.solve_interior)
+    symmetric = list(range(100, 400)) + list(range(601, 901))
+    assert gapped(1000, 0.99, symmetric) == "interior"
+    assert gapped(1000, 0.99, symmetric[:-1]) == "ipm"
+    assert form_for(dpopt.CountQuery(n=1000, alpha=0.99, loss="absolute", side_information=symmetric)).first_strategy(True) == "ipm"
+    assert form_for(dpopt.CountQuery(n=1000, alpha=0.99, loss="squared", side_information=symmetric)).first_strategy(False) == "ipm"
 
 
 @pytest.mark.parametrize(("side", "alpha", "band"), [

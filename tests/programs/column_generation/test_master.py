@@ -140,6 +140,29 @@ def test_the_folded_interior_master_has_the_full_masters_optimum(n, alpha, loss,
     np.testing.assert_allclose(duals, [by_count[n - i] for i in support.tolist()])
 
 
+def test_a_symmetric_gapped_s_reaches_the_same_optimum_by_folded_interior_masters(monkeypatch):
+    # S = 10%..40% and 60%..90% of n (a gap of 1.2 noise scales), squared loss, coarse start
+    n = 600
+    side = list(range(60, 240)) + list(range(361, 541))
+    problem = dpopt.CountQuery(n=n, alpha=0.99, loss="squared", side_information=side)
+    strategies = []
+    original = masters.Master.solve
+
+    def recorded(master, strategy="primal", **kwargs):
+        strategies.append(strategy)
+        return original(master, strategy, **kwargs)
+
+    with mock.patch.object(masters.Master, "solve", recorded):
+        interior = solve_by_column_generation(problem, hull=False)
+    assert "interior" in strategies
+    monkeypatch.setattr(forms._SquaredForm, "INTERIOR_ON_SYMMETRIC_GAPS", False)
+    highs = solve_by_column_generation(problem, hull=False)
+    assert interior.relative_gap <= 1e-9 and highs.relative_gap <= 1e-9
+    assert interior.upper_bound == pytest.approx(highs.upper_bound, rel=2e-9)
+    remap = interior.mechanism.remap.toarray()
+    assert interior.mechanism.certificate(problem.epsilon).ok and remap.min() >= 0
+
+
 @settings(max_examples=15, deadline=None)
 @given(st.integers(20, 60), st.floats(0.8, 0.97), st.sampled_from(["absolute", "squared"]), st.integers(0, 10), st.integers(0, 10))
 def test_interior_masters_reach_the_certified_optimum_of_the_simplex_route(n, alpha, loss, cut_low, cut_high):
