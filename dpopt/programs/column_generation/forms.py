@@ -90,6 +90,8 @@ DENSE_DROP = 1e-12
 #: the first chain master then goes to HiGHS (measured at :attr:`_ChainForm.INTERIOR_MAX_GAP`)
 #: and every master's claimed optimum is checked against the exact loss of its remap.
 INTERIOR_MAX_GAP = 0.25
+#: Losses symmetric under (i, r') -> (n - i, n - r') (:meth:`Form.mirror_symmetric`).
+MIRROR_LOSSES = ("absolute", "squared", "zero_one")
 #: S is "sparse" where it holds at most this fraction of the counts 0..n: absolute loss then
 #: keeps its chains on S only (:attr:`_AbsoluteForm.CHAINS_ALWAYS_ON_S`) and squared loss starts
 #: from a narrower band (:meth:`_SquaredForm.initial_band`).
@@ -176,6 +178,11 @@ class Form(ABC):
         self.loss = np.arange(first, first + self.support.size)
         self.loss_at = np.full(self.n + 1, -1)
         self.loss_at[self.support] = self.loss
+
+    def mirror_symmetric(self) -> bool:
+        """Whether the problem is unchanged by r <-> n - r: S = n - S and a named loss
+        (user tables are not checked for it); then the mirror of an optimal T is optimal."""
+        return self.problem.loss_name in MIRROR_LOSSES and bool(np.array_equal(self.support, self.n - self.support[::-1]))
 
     def auxiliary(self) -> Columns:
         """Auxiliary (chain) columns; forms whose loss rows read T directly have none."""
@@ -267,8 +274,7 @@ class _ChainForm(Form):
         if self.alpha < self.IPM_FROM_ALPHA:
             return "primal"
         if self.gapped or self.widest_gap >= self.INTERIOR_MAX_GAP:
-            symmetric = np.array_equal(self.support, self.n - self.support[::-1])
-            return "interior" if self.INTERIOR_ON_SYMMETRIC_GAPS and coarse_started and symmetric else "ipm"
+            return "interior" if self.INTERIOR_ON_SYMMETRIC_GAPS and coarse_started and self.mirror_symmetric() else "ipm"
         # rounded: 8000 (1 - 0.9) is 799.99... in floating point, and the threshold was
         # missed by it (squared, n = 8000: 53 s for a first master the interior point does in 3)
         scales = round(self.n * (1.0 - self.alpha), 9)

@@ -73,9 +73,6 @@ CLARABEL_OPTIONS = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-1
 #: Interior remap values at or below this are set to 0 (an interior point leaves every
 #: column slightly positive); the certificate is computed on what is kept.
 INTERIOR_DROP = 1e-13
-#: Losses symmetric under (i, r') -> (n - i, n - r'), for which :meth:`Master.solve_interior`
-#: folds the master onto mirror-symmetric remaps (user tables are not checked for it).
-MIRROR_LOSSES = ("absolute", "squared", "zero_one")
 
 
 @dataclass(frozen=True)
@@ -292,8 +289,8 @@ class Master:
         returned (T columns x pairs) 0/1 matrix has a 1 at each column of pair j: two for a
         mirrored pair, one for a column that is its own mirror.
         """
-        n, support = self.form.n, self.form.support
-        if self.form.problem.loss_name not in MIRROR_LOSSES or not np.array_equal(support, n - support[::-1]):
+        n = self.form.n
+        if not self.form.mirror_symmetric():
             return None
         self.add_remap_columns(n - self.t_rows, n - self.t_cols)
         keys = self.t_rows * (n + 1) + self.t_cols
