@@ -105,15 +105,16 @@ def squared_best_reply(lam: np.ndarray, alpha: float) -> np.ndarray:
     return np.clip(np.floor(centre + 0.5), 0, n).astype(np.int64)
 
 
-def remap_losses(targets: np.ndarray, alpha: float, inputs: np.ndarray) -> np.ndarray:
+def remap_losses(targets: np.ndarray, alpha: float, inputs: np.ndarray, *, g: np.ndarray | None = None) -> np.ndarray:
     """Squared loss of ``G T`` on ``inputs`` for the deterministic remap ``T[r, targets[r]] = 1``.
 
     ``loss_i = sum_r g_r alpha^|i-r| (i - t_r)^2 = F(g t^2)_i - 2 i F(g t)_i + i^2 F(g)_i`` with
     ``F`` the two-sided kernel sum (:func:`~dpopt.programs.geometric_moments.kernel_moments`'s
-    ``total``; rounding ~1e-8 absolute at n = 10,000).
+    ``total``; rounding ~1e-8 absolute at n = 10,000). ``g``: the column weights
+    (:func:`~dpopt.mechanisms.geometric.column_weights`), if the caller has them already.
     """
     n = targets.size - 1
-    g = column_weights(n, alpha)
+    g = column_weights(n, alpha) if g is None else g
     t = targets.astype(float)
     zero, first, second = kernel_moments(np.stack([g, g * t, g * t * t]), alpha, 0).total[:, inputs]
     i = inputs.astype(float)
@@ -133,7 +134,8 @@ def game_columns(problem: CountQuery, *, rounds: int | None = None) -> tuple[np.
     n, alpha = problem.n, problem.alpha
     inputs = np.asarray(problem.support)
     step = GAME_STEP * (1 - alpha) ** 2 / (2 * alpha)
-    identity = float(remap_losses(np.arange(n + 1), alpha, inputs).max())
+    g = column_weights(n, alpha)  # the same every round
+    identity = float(remap_losses(np.arange(n + 1), alpha, inputs, g=g).max())
     log_weights = np.zeros(inputs.size)
     lam = np.zeros(n + 1)
     keep_from = rounds - max(1, int(GAME_KEEP * rounds))
@@ -143,7 +145,7 @@ def game_columns(problem: CountQuery, *, rounds: int | None = None) -> tuple[np.
         weights = np.exp(log_weights - log_weights.max())
         lam[inputs] = weights / weights.sum()
         targets = squared_best_reply(lam, alpha)
-        losses = remap_losses(targets, alpha, inputs)
+        losses = remap_losses(targets, alpha, inputs, g=g)
         # the reply minimises the lam-weighted loss row by row: a Lagrangian lower bound
         lower = max(lower, float(lam[inputs] @ losses))
         if round_number + 1 == min(GAME_PROBE, rounds) and identity - lower < GAME_MIN_GAIN * identity:

@@ -296,10 +296,7 @@ class Master:
         keys = self.t_rows * (n + 1) + self.t_cols
         mirrored = (n - self.t_rows) * (n + 1) + (n - self.t_cols)
         order = np.argsort(keys)
-        at = np.minimum(np.searchsorted(keys[order], mirrored), keys.size - 1)
-        partner = order[at]
-        if not np.array_equal(keys[partner], mirrored):
-            return None
+        partner = order[np.searchsorted(keys[order], mirrored)]  # present: the columns were just closed
         first = np.flatnonzero(np.arange(keys.size) <= partner)
         pair = np.arange(first.size)
         double = partner[first] != first
