@@ -398,6 +398,98 @@ class _AbsoluteForm(_ChainForm):
         cols.put(index[owner], self.loss_at[i], self.g[r[owner]] * self.alpha ** np.abs(i - r[owner]) * distance)
 
 
+class _CumulativeAbsoluteForm(_AbsoluteForm):
+    """Absolute loss with O(1) entries per column: four chains carry the whole change of loss.
+
+    Row r of T changes the loss at input i by the piecewise-linear
+    ``h_r(i) = sum_r' T[r, r'] (|i - r'| - |i - r|)``, whose slope is twice a tail of the
+    row: ``h_r(i) - h_r(i - 1) = -2 S_r(i)`` for i > r, with ``S_r(j) = sum_{r' >= j} T[r, r']``
+    the mass at or above j, and ``h_r(i) - h_r(i + 1) = -2 F_r(i)`` for i < r, with
+    ``F_r(j) = sum_{r' <= j} T[r, r']``. So the left part of the change,
+    ``A_i = sum_{r <= i} g_r alpha^(i-r) h_r(i)``, obeys (chain positions p < q, D = q - p)
+
+        A_q = alpha^D A_p - 2 D alpha^D B_p + 2 sum_{r <= p, p < r' < q} g_r alpha^(q-r) (q - r') T[r, r'] + (rows p < r <= q)
+        B_q = alpha^D B_p + (rows p < r <= q) - (columns r <= p < r' <= q),
+
+    with ``B_p = sum_{r <= p} g_r alpha^(p-r) S_r(p + 1)``; the right part ``A'_i`` (rows
+    r > i) likewise with ``B'_q = sum_{r > q} g_r alpha^(r-q) F_r(q - 1)``. Column (r, r')
+    enters A at the first position q >= r with ``g_r alpha^(q-r) (|q - r'| - (q - r))``, and
+    B there with ``g_r alpha^(q-r)`` if r' > q, leaving it at the first position >= r'; its
+    twins at the last position p < r likewise (B' if r' < p, leaving at the last position
+    <= r'); and where r' lies strictly inside a gap between positions beyond the one it
+    entered, A (or A') at the gap's far end gets ``2 g_r alpha^(.) |end - r'|``. At most 9
+    entries (5 on every count), whatever |r' - r| is. The loss rows read
+    ``A_i + A'_i - d <= -E_i(I)``, as in :class:`_AbsoluteForm`.
+
+    :class:`_AbsoluteForm` puts ``G[i, r] 2 |r' - i|`` on every loss row between r and r'
+    (3 + |r' - r| entries): at alpha = 0.999, n = 10,000 the coarse start's columns move a
+    median 274 and up to 715 counts, and its first master held 12.2 million entries.
+
+    Used from a noise scale of CUMULATIVE_FROM_SCALE = 500 (:func:`form_for`). Measured
+    (2026-11-26, session 13, one process, S = all, every gap <= 2e-12, the old form in the
+    same hour): alpha = 0.999, n = 1000 3.8 -> 1.0 s, n = 2000 20.9 -> 3.9 s, n = 5000
+    127 -> 74 s, n = 10,000 250 s and 1.49 GB -> 94 s and 438 MB (two Clarabel masters of
+    ~50,000 columns); alpha = 0.998, n = 5000 36 -> 18 s. Below that it loses, because the
+    B chains' entry at r' couples chain rows r and r' (the old form couples them too, but
+    through loss rows only), so Clarabel's factorisation fills a band as wide as the moves,
+    and the simplex pivots cost more: alpha = 0.99, n = 1000 0.53 / 0.54 s, n = 10,000
+    3.8 -> 13.3 s, n = 5000 2.1 s -> over 300 s; alpha = 0.97, n = 5000 2.9 s -> over 300 s;
+    alpha = 0.5, n = 5000 0.28 -> 10.1 s; alpha = 0.9, n = 2000 2.3 -> 26 s, ending 3.8e-5
+    short of its bound. S = 10-40% and 60-90% of n = 5000 at alpha = 0.99: HiGHS's first
+    master 13.6 -> 10.7 s (430,203 -> 123,893 entries), but a later warm master drifted
+    (claimed 4e-5 below the bound) and the run took 28.9 s against 16.4 s.
+    """
+
+    def __init__(self, problem: CountQuery) -> None:
+        _ChainForm.__init__(self, problem)
+        self.a_left, self.b_left = self._chain_rows()
+        self.a_right, self.b_right = self._chain_rows()
+        self.identity_losses = kernel_moments(self.g, self.alpha, 1).absolute_first
+        self._loss_rows(self.identity_losses)
+
+    def auxiliary(self) -> Columns:
+        size = self.positions.size
+        cols = Columns(4 * size)
+        coupling = 2.0 * self.step * self.alpha**self.step  # 2 D alpha^D between consecutive positions
+        a_left = self._chain(cols, 0, self.a_left, left=True)
+        b_left = self._chain(cols, size, self.b_left, left=True)
+        cols.put(b_left[:-1], self.a_left[1:], coupling)
+        a_right = self._chain(cols, 2 * size, self.a_right, left=False)
+        b_right = self._chain(cols, 3 * size, self.b_right, left=False)
+        cols.put(b_right[1:], self.a_right[:-1], coupling)
+        self._loss_entries(cols, a_left, 1.0)
+        self._loss_entries(cols, a_right, 1.0)
+        return cols
+
+    def _entries(self, cols: Columns, index: np.ndarray, r: np.ndarray, rp: np.ndarray) -> None:
+        positions, size = self.positions, self.positions.size
+        at_or_above_r = np.searchsorted(positions, r)  # the first position >= r (size: none)
+        below_r = at_or_above_r - 1  # the last position < r (-1: none)
+        at_or_above_rp = np.searchsorted(positions, rp)
+        at_or_below_rp = np.searchsorted(positions, rp, side="right") - 1
+        inside_gap = at_or_above_rp != at_or_below_rp  # r' is not a position
+
+        def put(which: np.ndarray, k: np.ndarray, rows: np.ndarray, value) -> None:
+            """Columns ``which`` enter chain rows ``rows[k]`` with ``-g_r alpha^|p - r| value(p)``, p their position."""
+            c = np.flatnonzero(which)
+            p = positions[k[c]]
+            cols.put(index[c], rows[k[c]], -self.g[r[c]] * self.alpha ** np.abs(p - r[c]) * value(p, c))
+
+        left = at_or_above_r < size
+        put(left, at_or_above_r, self.a_left, lambda p, c: np.abs(p - rp[c]) - (p - r[c]))
+        onward = left & (rp > positions[np.minimum(at_or_above_r, size - 1)])
+        put(onward, at_or_above_r, self.b_left, lambda p, c: 1.0)
+        put(onward & (at_or_above_rp < size), at_or_above_rp, self.b_left, lambda p, c: -1.0)
+        put(inside_gap & (at_or_above_rp < size) & (at_or_above_rp > at_or_above_r), at_or_above_rp, self.a_left,
+            lambda p, c: 2.0 * (p - rp[c]))
+        right = below_r >= 0
+        put(right, below_r, self.a_right, lambda p, c: np.abs(p - rp[c]) - (r[c] - p))
+        back = right & (rp < positions[np.maximum(below_r, 0)])
+        put(back, below_r, self.b_right, lambda p, c: 1.0)
+        put(back & (at_or_below_rp >= 0), at_or_below_rp, self.b_right, lambda p, c: -1.0)
+        put(inside_gap & (at_or_below_rp >= 0) & (below_r > at_or_below_rp), at_or_below_rp, self.a_right,
+            lambda p, c: 2.0 * (rp[c] - p))
+
 class _SquaredForm(_ChainForm):
     """Four chains: P-/P+ of delta_r, and V-/V+ carrying ``-/+ 2 Q + U`` (one chain per side).
 
@@ -518,6 +610,13 @@ class _DenseForm(Form):
             cols.put(index[part][which], self.loss[where], coefficients[which, where])
 
 
+#: Absolute loss uses :class:`_CumulativeAbsoluteForm` from this noise scale 1 / (1 - alpha) on.
+CUMULATIVE_FROM_SCALE = 500.0
+
+
 def form_for(problem: CountQuery) -> Form:
+    """The master form of ``problem``'s loss (see the module docstring)."""
+    if problem.loss_name == "absolute" and noise_scale(problem.alpha) >= CUMULATIVE_FROM_SCALE:
+        return _CumulativeAbsoluteForm(problem)
     forms = {"absolute": _AbsoluteForm, "squared": _SquaredForm, "zero_one": _ZeroOneForm}
     return forms.get(problem.loss_name, _DenseForm)(problem)

@@ -2,27 +2,20 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import sparse
 
 import dpopt
 from dpopt.mechanisms.geometric import geometric_matrix
-from dpopt.programs.column_generation import form_for
+from dpopt.programs.column_generation import form_for, forms
 from tests.programs.column_generation.examples import NAMED, capped_table, random_remap
 
 
-@pytest.mark.parametrize("side", [[0, 2, 5, 9], [3, 4, 8], [6], [1, 9], list(range(10))])
-@pytest.mark.parametrize("loss", NAMED + ["table"])
-def test_master_forms_reproduce_the_exact_row_losses(loss, side):
-    """Every master row is an identity: evaluate it at a random T with its chains (which
-    live on the counts of S only, so S with gaps, off the ends, or a single count)."""
-    n, alpha = 9, 0.7
-    spec = capped_table(n) if loss == "table" else loss
-    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=spec, side_information=side)
-    form = form_for(problem)
-    t = random_remap(n, np.random.default_rng(1))
-
-    exact = ((geometric_matrix(n, alpha) @ t) * problem.loss_matrix).sum(axis=1)[list(problem.support)]
-    # solve the chain rows for the auxiliary variables given T, then read the loss rows
+def assert_rows_are_the_exact_losses(problem: dpopt.CountQuery, form, t: np.ndarray) -> None:
+    """Every master row is an identity: given T, solve the chain rows for the auxiliary
+    variables, then the loss rows must read the exact row losses of G T on S."""
+    exact = ((geometric_matrix(problem.n, problem.alpha) @ t) * problem.loss_matrix).sum(axis=1)[list(problem.support)]
     aux = form.auxiliary()
     starts, rows, values = aux.arrays()
     count = starts.size
@@ -36,12 +29,52 @@ def test_master_forms_reproduce_the_exact_row_losses(loss, side):
     rhs = a_t @ t[r, rp]
     chain_rows = np.setdiff1d(np.arange(len(form.row_lower)), np.concatenate([form.conv, form.loss]))
     if count:
-        z = np.linalg.solve(a_aux[chain_rows], -rhs[chain_rows])
+        z = np.linalg.solve(a_aux[chain_rows], np.array(form.row_lower)[chain_rows] - rhs[chain_rows])
         activity = a_aux @ z + rhs
     else:
         activity = rhs
     constants = -np.array(form.row_upper)[form.loss]
     np.testing.assert_allclose(activity[form.loss] + constants, exact, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("side", [[0, 2, 5, 9], [3, 4, 8], [6], [1, 9], list(range(10))])
+@pytest.mark.parametrize("loss", NAMED + ["table"])
+def test_master_forms_reproduce_the_exact_row_losses(loss, side):
+    """At a random T, with chains on the counts of S only where S is sparse (so S with
+    gaps, off the ends, or a single count)."""
+    n, alpha = 9, 0.7
+    spec = capped_table(n) if loss == "table" else loss
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=spec, side_information=side)
+    assert_rows_are_the_exact_losses(problem, form_for(problem), random_remap(n, np.random.default_rng(1)))
+
+
+class _CumulativeOnS(forms._CumulativeAbsoluteForm):
+    CHAINS_ALWAYS_ON_S = True  # chains on S whatever S is: every gap jumped in one step
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 24).flatmap(lambda n: st.tuples(
+    st.just(n), st.floats(0.05, 0.999), st.lists(st.integers(0, n), min_size=1, unique=True),
+    st.booleans(), st.integers(0, 2**32 - 1))))
+def test_the_cumulative_absolute_form_reproduces_the_exact_row_losses(case):
+    """The four-chain form (:class:`_CumulativeAbsoluteForm`) at any S, with chains on S
+    or (where S is not sparse) on every count, at a T whose entries move anywhere in 0..n (its gap entries)."""
+    n, alpha, side, on_s, seed = case
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss="absolute", side_information=sorted(side))
+    form = (_CumulativeOnS if on_s else forms._CumulativeAbsoluteForm)(problem)
+    if on_s or not form.sparse_s:
+        assert form.positions.tolist() == (sorted(side) if on_s else list(range(n + 1)))
+    assert_rows_are_the_exact_losses(problem, form, random_remap(n, np.random.default_rng(seed), width=n))
+
+
+def test_the_cumulative_absolute_form_has_few_entries_per_column_and_its_gate():
+    problem = dpopt.CountQuery(n=2000, alpha=0.999, loss="absolute")
+    assert isinstance(form_for(problem), forms._CumulativeAbsoluteForm)
+    assert type(form_for(dpopt.CountQuery(n=2000, alpha=0.99, loss="absolute"))) is forms._AbsoluteForm
+    r = np.arange(0, 2001, 10)
+    rp = np.clip(r + 700 - r // 2, 0, 2000)  # moves of up to 700 counts
+    cumulative = form_for(problem).columns(r, rp).arrays()[1].size
+    assert cumulative <= 5 * r.size < forms._AbsoluteForm(problem).columns(r, rp).arrays()[1].size / 50
 
 
 def test_the_first_master_is_interior_where_it_is_likely_optimal():

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import dpopt
 from dpopt.losses import loss_table
-from dpopt.programs.column_generation import master as masters, solve_by_column_generation
+from dpopt.programs.column_generation import forms, master as masters, solve_by_column_generation
 from dpopt.validation import SolverError
 from tests.programs.column_generation.examples import NAMED
 from tests.strategies import monotone_losses, side_information
@@ -113,3 +113,30 @@ def test_initial_columns_reach_the_hull_problems_first_master():
     assert seeded[0]["columns"] == usual[0]["columns"] + 20
     assert with_initial.upper_bound == pytest.approx(plain.upper_bound, rel=1e-9)
     assert with_initial.lower_bound <= with_initial.upper_bound
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.998, 0.9995), side_information(n))))
+def test_the_cumulative_absolute_form_equals_the_gs_lp(case):
+    """Absolute loss from a noise scale of 500 on goes through the four-chain master form
+    (:class:`~dpopt.programs.column_generation.forms._CumulativeAbsoluteForm`)."""
+    n, alpha, s = case
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss="absolute", side_information=s)
+    result = solve_by_column_generation(problem)
+    lp = dpopt.solve(problem, "lp")
+    assert result.within(1e-9, 1e-10)
+    assert abs(result.upper_bound - lp.details["solver_objective"]) <= 1e-8 * abs(result.upper_bound) + 1e-9
+    assert result.mechanism.certificate(problem.epsilon).ok
+
+
+@pytest.mark.parametrize("side", [None, {"lower": 60, "upper": 540}])
+def test_both_absolute_forms_certify_the_same_optimum_from_a_coarse_start(side, monkeypatch):
+    """alpha = 0.999, n = 600 (a coarse start at alpha^10): the four-chain form against the
+    form with an entry on every loss row between r and r' (forced by the gate)."""
+    problem = dpopt.CountQuery(n=600, alpha=0.999, loss="absolute", side_information=side)
+    cumulative = solve_by_column_generation(problem)
+    monkeypatch.setattr(forms, "CUMULATIVE_FROM_SCALE", np.inf)
+    assert type(forms.form_for(problem)) is forms._AbsoluteForm
+    old = solve_by_column_generation(problem)
+    assert cumulative.within(1e-9) and old.within(1e-9)
+    assert cumulative.upper_bound == pytest.approx(old.upper_bound, rel=2e-9)
