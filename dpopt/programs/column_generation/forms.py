@@ -71,7 +71,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import highspy
 import numpy as np
@@ -428,19 +428,21 @@ class _CumulativeAbsoluteForm(_AbsoluteForm):
     Used from a noise scale of CUMULATIVE_FROM_SCALE = 500 (:func:`form_for`). Measured
     (2026-11-26, session 13, one process, S = all, every gap <= 2e-12, the old form in the
     same hour): alpha = 0.999, n = 1000 3.8 -> 1.0 s, n = 2000 20.9 -> 3.9 s, n = 5000
-    127 -> 74 s, n = 10,000 250 s and 1.49 GB -> 94 s and 438 MB (two Clarabel masters of
-    ~50,000 columns); alpha = 0.998, n = 5000 36 -> 18 s. Below that it loses, because the
-    B chains' entry at r' couples chain rows r and r' (the old form couples them too, but
-    through loss rows only), so Clarabel's factorisation fills a band as wide as the moves,
-    and the simplex pivots cost more: alpha = 0.99, n = 1000 0.53 / 0.54 s, n = 10,000
-    3.8 -> 13.3 s, n = 5000 2.1 s -> over 300 s; alpha = 0.97, n = 5000 2.9 s -> over 300 s;
-    alpha = 0.5, n = 5000 0.28 -> 10.1 s; alpha = 0.9, n = 2000 2.3 -> 26 s, ending 3.8e-5
-    short of its bound. S = 10-40% and 60-90% of n = 5000 at alpha = 0.99: HiGHS's first
+    74 s (127 s through the benchmark in session 12), n = 10,000 250 s and 1.49 GB -> 94 s and 438 MB (two Clarabel masters of
+    ~50,000 columns); alpha = 0.998, n = 5000 36 -> 18 s. Below that scale it loses, and
+    it was not analysed why (each column's B entries join chain rows r and r', so the
+    interior point's factors may fill a band as wide as the moves; the old form's entries
+    join the loss rows between them instead): alpha = 0.99, n = 1000 0.53 / 0.54 s,
+    n = 10,000 3.8 -> 13.3 s, n = 5000 2.1 s -> over 300 s; alpha = 0.97, n = 5000 2.9 s ->
+    over 300 s; alpha = 0.5, n = 5000 0.28 -> 10.1 s (primal simplex); alpha = 0.9, n =
+    2000 2.3 -> 26 s, and that run stopped with its bounds 3.8e-5 apart (not certified). S = 10-40% and 60-90% of n = 5000 at alpha = 0.99: HiGHS's first
     master 13.6 -> 10.7 s (430,203 -> 123,893 entries), but a later warm master drifted
-    (claimed 4e-5 below the bound) and the run took 28.9 s against 16.4 s.
+    (claimed 4e-5 below the bound) and the run took 28.9 s against 16.4 s (15.7 s when the
+    drifted master was re-solved on fresh factors, as after a predicted basis: no gain).
     """
 
     def __init__(self, problem: CountQuery) -> None:
+        # _AbsoluteForm's thresholds and band apply, but not its two chains
         _ChainForm.__init__(self, problem)
         self.a_left, self.b_left = self._chain_rows()
         self.a_right, self.b_right = self._chain_rows()
@@ -469,7 +471,7 @@ class _CumulativeAbsoluteForm(_AbsoluteForm):
         at_or_below_rp = np.searchsorted(positions, rp, side="right") - 1
         inside_gap = at_or_above_rp != at_or_below_rp  # r' is not a position
 
-        def put(which: np.ndarray, k: np.ndarray, rows: np.ndarray, value) -> None:
+        def put(which: np.ndarray, k: np.ndarray, rows: np.ndarray, value: Callable[[np.ndarray, np.ndarray], np.ndarray | float]) -> None:
             """Columns ``which`` enter chain rows ``rows[k]`` with ``-g_r alpha^|p - r| value(p)``, p their position."""
             c = np.flatnonzero(which)
             p = positions[k[c]]
