@@ -439,6 +439,13 @@ class _CumulativeAbsoluteForm(_AbsoluteForm):
     master 13.6 -> 10.7 s (430,203 -> 123,893 entries), but a later warm master drifted
     (claimed 4e-5 below the bound) and the run took 28.9 s against 16.4 s (15.7 s when the
     drifted master was re-solved on fresh factors, as after a predicted basis: no gain).
+    Nor did a *twin* first master pay: HiGHS's interior point + crossover on this form, its
+    optimal basis installed in :class:`_AbsoluteForm`'s master (a basis of one form is one
+    of the other: the chains are free and fixed by T), after which primal simplex confirmed
+    it in 0-1 pivots. It won on that S (18.7 -> 15.7 s), on n = 1000 (0.78 -> 0.64 s) and on
+    S = 0..n/10 and 9n/10..n (8.6 -> 6.0 s), but lost at n = 10,000 (47 -> 200 s), on the
+    even counts at alpha = 0.9, n = 10,000 (16 -> 32 s), on S = 10-40% and 60-90% there
+    (7.1 -> 8.2 s) and on a random 10% at alpha = 0.99, n = 5000 (5.5 -> 5.9 s).
     """
 
     def __init__(self, problem: CountQuery) -> None:
