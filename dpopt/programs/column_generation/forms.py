@@ -18,7 +18,9 @@ Write ``G[i, r] = g_r alpha^|i-r|`` and ``t = r' - r`` for column ``(r, r')``.
   affine in t, giving ``E_i = c_i - P-_i + P+_i`` plus a correction
   ``G[i, r] * 2 (r' - i)`` (for ``r <= i < r'``) or ``G[i, r] * 2 (i - r')`` (for
   ``r' < i < r``) on the loss rows between r and r' only. Near-diagonal columns have
-  3 + |t| non-zeros.
+  3 + |t| non-zeros. From a noise scale of 500 on, where rows move hundreds of counts, the
+  change of loss goes through four chains instead, two of them carrying each row's tails
+  (:class:`_CumulativeAbsoluteForm`): at most 9 non-zeros a column.
 * **zero-one loss**: ``E_i = 1 - sum_r G[i, r] T[r, i]``: 2 non-zeros per column.
 * **any other monotone loss** (a user table): dense columns ``G[i, r] (l(i, r') - l(i, r))``
   (the diagonal's loss moved to the right-hand side by the convexity row).
@@ -429,7 +431,9 @@ class _CumulativeAbsoluteForm(_AbsoluteForm):
     (2026-11-26, session 13, one process, S = all, every gap <= 2e-12, the old form in the
     same hour): alpha = 0.999, n = 1000 3.8 -> 1.0 s, n = 2000 20.9 -> 3.9 s, n = 5000
     74 s (127 s through the benchmark in session 12), n = 10,000 250 s and 1.49 GB -> 94 s and 438 MB (two Clarabel masters of
-    ~50,000 columns); alpha = 0.998, n = 5000 36 -> 18 s. Below that scale it loses, and
+    ~50,000 columns); alpha = 0.998, n = 5000 36 -> 18 s. At alpha = 0.995 (scale 200) it
+    was about even (this form at every level of the coarse start: n = 2000 6.8 -> 7.7 s,
+    n = 5000 29.6 -> 24.9 s), so the gate stays at 500. Below that scale it loses, and
     it was not analysed why (each column's B entries join chain rows r and r', so the
     interior point's factors may fill a band as wide as the moves; the old form's entries
     join the loss rows between them instead): alpha = 0.99, n = 1000 0.53 / 0.54 s,
