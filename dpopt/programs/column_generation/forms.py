@@ -367,9 +367,13 @@ class _AbsoluteForm(_ChainForm):
 
     def __init__(self, problem: CountQuery) -> None:
         super().__init__(problem)
-        self.p_left, self.p_right = self._chain_rows()
+        self._add_chain_rows()
         self.identity_losses = kernel_moments(self.g, self.alpha, 1).absolute_first
         self._loss_rows(self.identity_losses)
+
+    def _add_chain_rows(self) -> None:
+        """The rows of the chains (before the loss rows): P- and P+."""
+        self.p_left, self.p_right = self._chain_rows()
 
     def initial_band(self) -> int:
         """1 below IPM_FROM_ALPHA, where the identity is (nearly) optimal and fewer
@@ -452,13 +456,10 @@ class _CumulativeAbsoluteForm(_AbsoluteForm):
     (7.1 -> 8.2 s) and on a random 10% at alpha = 0.99, n = 5000 (5.5 -> 5.9 s).
     """
 
-    def __init__(self, problem: CountQuery) -> None:
-        # _AbsoluteForm's thresholds and band apply, but not its two chains
-        _ChainForm.__init__(self, problem)
+    def _add_chain_rows(self) -> None:
+        """The rows of the four chains: A and B on the left, A' and B' on the right."""
         self.a_left, self.b_left = self._chain_rows()
         self.a_right, self.b_right = self._chain_rows()
-        self.identity_losses = kernel_moments(self.g, self.alpha, 1).absolute_first
-        self._loss_rows(self.identity_losses)
 
     def auxiliary(self) -> Columns:
         size = self.positions.size
