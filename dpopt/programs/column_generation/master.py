@@ -42,6 +42,33 @@ is solved cold, so it loses where many rounds follow (absolute, alpha = 0.9, n =
 12 -> 15 s; alpha = 0.999, n = 2000: 14 -> 45 s), hence the thresholds. HiGHS's ``crossover`` from
 Clarabel's point (highspy 1.16) ended in a segmentation fault; projecting Clarabel's duals
 onto the complementary equations (least squares) was slower and worse.
+
+Folded masters
+--------------
+Where S and the loss are symmetric under r <-> n - r, the mirror of an optimal T is
+optimal and so is their average, so the master may be restricted to mirror-symmetric
+remaps: one HiGHS column per mirrored pair of remaps (the sum of their columns), with the
+convexity rows r > n/2 and the loss rows i > n/2 left out (they repeat their mirrors';
+the chain rows stay, as the chains are free and fixed by T). Its optimum is the unfolded
+master's as long as the columns are closed under the mirror, which
+:meth:`Master.add_remap_columns` keeps them; each loss-row dual is split evenly between i
+and n - i. The certificate is untouched: the upper bound is the exact loss of the returned
+T, the lower bound prices the split duals exactly. The whole column generation then runs on
+a master of about half the rows and columns: HiGHS's interior point + crossover, its warm
+primal simplex, the exact basis solution and Clarabel alike (``folded=True``, chosen by
+:func:`~dpopt.programs.column_generation.solve.solve_by_column_generation` unless a basis
+can be predicted by :func:`~dpopt.programs.column_generation.starts.extended_basis`, whose
+prediction is not mirror-symmetric: folded there, S = all at alpha = 0.9, n = 10,000,
+squared, went from 13.6 to 104 s, and alpha = 0.5, n = 5000 from 1.0 to 13.9 s).
+Measured (2026-11-26, session 14, one process per run, unfolded then folded in the same
+hour): S = 10%..40% and 60%..90% of n, absolute loss, alpha = 0.99: n = 1000 0.60 -> 0.25 s,
+n = 5000 11.1 -> 4.3-4.8 s, n = 10,000 46.7 -> 13.3 s; squared there n = 10,000
+26.0 -> 8.4 s (n = 5000 about even, 7.6-9.7 s); S = 0..n/10 and 9n/10..n at alpha = 0.99,
+n = 5000 absolute 7.0 -> 2.8 s, squared 2.8 -> 1.0 s; the even counts at alpha = 0.999,
+n = 2000 absolute 2.0 -> 1.2 s; S = all at alpha = 0.999, n = 2000 absolute 2.3 -> 1.2 s,
+squared 1.8 -> 0.7 s. Same rounds and optimum throughout; no cell measured slower beyond
+this machine's noise (the even counts at alpha = 0.9, n = 10,000, absolute: 10.3-12.6 s
+unfolded, 11.2-12.2 s folded).
 """
 
 from __future__ import annotations
@@ -85,14 +112,22 @@ class ExtendedBasis:
 
 
 class Master:
-    def __init__(self, form: Form) -> None:
+    def __init__(self, form: Form, *, folded: bool = False) -> None:
         self.form = form
+        #: whether HiGHS holds the master folded onto mirror-symmetric remaps (:meth:`_fold_rows`)
+        self.folded = folded and form.mirror_symmetric()
         self.h = new_highs({**HIGHS_OPTIONS, **form.highs_options})
         self.scale_strategy = int(self.h.getOptionValue("simplex_scale_strategy")[1])
         self.dualize_strategy = int(self.h.getOptionValue("ipx_dualize_strategy")[1])
-        lower, upper = np.array(form.row_lower), np.array(form.row_upper)
+        kept = self._fold_rows() if self.folded else np.ones(len(form.row_lower), dtype=bool)
+        #: the master row of each of the form's rows (-1: left out by the fold)
+        self.row_of = np.where(kept, np.cumsum(kept) - 1, -1)
+        #: the master rows of the loss rows of S that are kept, in the order of S
+        self.loss_rows = self.row_of[form.loss][self.row_of[form.loss] >= 0]
+        lower, upper = np.array(form.row_lower)[kept], np.array(form.row_upper)[kept]
         empty = np.zeros(lower.size, dtype=np.int32)
         self.h.addRows(lower.size, lower, upper, 0, empty, np.zeros(0, np.int32), np.zeros(0))
+        self.row_lower, self.row_upper = lower, upper
         # a non-basic row sits at its finite bound (loss rows: upper; the rest: equalities)
         self.row_bound = np.where(np.isfinite(lower), lower, upper)
         self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] = []  # the master's columns
@@ -112,14 +147,54 @@ class Master:
         self.objective_scale = 1.0 / worst if 0 < worst < 1 else 1.0
         self._add(d, lower=-INF, upper=INF, cost=self.objective_scale)
         self.first_t = self.h.getNumCol()
-        self.t_rows = np.zeros(0, dtype=np.int64)  # T[t_rows[k], t_cols[k]] is master column first_t + k
+        self.t_rows = np.zeros(0, dtype=np.int64)  # T[t_rows[k], t_cols[k]] is remap k
         self.t_cols = np.zeros(0, dtype=np.int64)
+        #: remap k is master column first_t + column_of[k] (folded: mirrored remaps share one)
+        self.column_of = np.zeros(0, dtype=np.int64)
+        self.diagonal_columns = np.zeros(0, dtype=bool)  # whether master column first_t + j is a diagonal remap
         self.known = np.zeros(0, dtype=np.int64)  # sorted keys r (n+1) + r' of master columns
         self.has_basis = False  # whether HiGHS holds an optimal basis of the last master solved
 
-    def _add(self, cols: Columns, *, lower: float, upper: float, cost: float) -> None:
+    def _fold_rows(self) -> np.ndarray:
+        """Which of the form's rows a master folded onto mirror-symmetric remaps keeps.
+
+        With S and the loss symmetric under r <-> n - r, the mirror of an optimal T is
+        optimal, and so is their average; restricted to remaps with ``T[r, r'] =
+        T[n - r, n - r']`` (one column for each mirrored pair) the convexity rows r > n/2
+        and the loss rows i > n/2 repeat their mirrors' and are dropped. The chain rows stay
+        (the chains are free and fixed by T). The master's optimum is the same once its
+        columns are closed under the mirror, which :meth:`add_remap_columns` keeps them.
+        """
+        form, n = self.form, self.form.n
+        kept = np.ones(len(form.row_lower), dtype=bool)
+        kept[form.conv[2 * np.arange(n + 1) > n]] = False
+        kept[form.loss_at[form.support[2 * form.support > n]]] = False
+        return kept
+
+    def _split_duals(self, duals: np.ndarray) -> np.ndarray:
+        """Loss-row duals of a folded master (rows i <= n/2 of S) as duals of every row of S:
+        a kept row stands for itself and its mirror, so its dual is split evenly between them."""
+        n, support = self.form.n, self.form.support
+        half = support[2 * support <= n]
+        by_count = np.zeros(n + 1)
+        by_count[half] = duals / np.where(2 * half == n, 1.0, 2.0)
+        by_count[n - half] = by_count[half]
+        return by_count[support]
+
+    def _add(self, cols: Columns, *, lower: float, upper: float, cost: float, fold: sparse.csc_array | None = None) -> None:
+        """Add ``cols`` (on the form's rows), or their sums ``cols @ fold``, as master columns."""
         starts, rows, values = cols.arrays()
         count = starts.size
+        if self.folded:
+            shape = (self.row_of.size, count)
+            batch = sparse.csc_array((values, rows, np.append(starts, rows.size)), shape=shape)
+            if fold is not None:
+                batch = batch @ fold
+            batch = batch[self.row_of >= 0].tocsc()
+            batch.eliminate_zeros()
+            batch.sort_indices()
+            count = batch.shape[1]
+            starts, rows, values = batch.indptr[:-1].astype(np.int32), batch.indices.astype(np.int32), batch.data
         if count:
             self.h.addCols(count, np.full(count, cost), np.full(count, lower), np.full(count, upper), rows.size, starts, rows, values)
             self._blocks.append((np.diff(np.append(starts, rows.size)), rows, values, cost))
@@ -137,8 +212,12 @@ class Master:
         return self._matrix, self._costs
 
     def add_remap_columns(self, rows: np.ndarray, targets: np.ndarray) -> int:
-        """Add the columns of ``T[rows[k], targets[k]]`` not already in the master; returns how many."""
-        keys = np.asarray(rows, dtype=np.int64) * (self.form.n + 1) + np.asarray(targets, dtype=np.int64)
+        """Add the columns of ``T[rows[k], targets[k]]`` not already in the master (folded: with
+        their mirrors, one column a mirrored pair); returns how many remaps were added."""
+        size = self.form.n + 1
+        keys = np.asarray(rows, dtype=np.int64) * size + np.asarray(targets, dtype=np.int64)
+        if self.folded:
+            keys = np.append(keys, size * size - 1 - keys)  # (n - r, n - r') has key size^2 - 1 - key
         # sorted by (r, r'): HiGHS's pivot path depends on the column order; against the
         # pricing order this measured faster for squared loss (n = 1000, alpha = 0.9: 1.5
         # against 1.9 s) and slower for a random table (9.7 against 8.7 s of HiGHS time)
@@ -147,11 +226,32 @@ class Master:
         if not keys.size:
             return 0
         self.known = np.union1d(self.known, keys)
-        r, rp = np.divmod(keys, self.form.n + 1)
-        self._add(self.form.columns(r, rp), lower=0.0, upper=INF, cost=0.0)
+        r, rp = np.divmod(keys, size)
+        first_column = self.h.getNumCol() - self.first_t
+        if self.folded:
+            pair_keys, column = np.unique(np.minimum(keys, size * size - 1 - keys), return_inverse=True)
+            fold = sparse.csc_array((np.ones(keys.size), (np.arange(keys.size), column)), shape=(keys.size, pair_keys.size))
+            self._add(self.form.columns(r, rp), lower=0.0, upper=INF, cost=0.0, fold=fold)
+            pair_r, pair_rp = np.divmod(pair_keys, size)
+            diagonal = pair_r == pair_rp
+        else:
+            column = np.arange(keys.size)
+            self._add(self.form.columns(r, rp), lower=0.0, upper=INF, cost=0.0)
+            diagonal = r == rp
         self.t_rows = np.concatenate([self.t_rows, r])
         self.t_cols = np.concatenate([self.t_cols, rp])
+        self.column_of = np.concatenate([self.column_of, first_column + column])
+        self.diagonal_columns = np.concatenate([self.diagonal_columns, diagonal])
         return int(keys.size)
+
+    def _remap_values(self, column_values: np.ndarray) -> np.ndarray:
+        """The value of every remap from the values of the master's remap columns."""
+        return column_values[self.column_of] if self.folded else column_values
+
+    def _loss_duals(self, row_duals: np.ndarray) -> np.ndarray:
+        """The duals of the loss rows of S (HiGHS's signs) from the master's row duals."""
+        duals = row_duals[self.loss_rows]
+        return self._split_duals(duals) if self.folded else duals
 
     def _configure(self, strategy: str) -> None:
         # "unscaled ipm": after an optimal IPM + crossover on the presolved master, HiGHS's
@@ -180,11 +280,15 @@ class Master:
         form = self.form
         basic, lower, upper = highspy.HighsBasisStatus.kBasic, highspy.HighsBasisStatus.kLower, highspy.HighsBasisStatus.kUpper
         cols = [basic] * (self.auxiliary_count + 1)  # chains, then d
-        cols += [basic if on_diagonal else lower for on_diagonal in (self.t_rows == self.t_cols).tolist()]
-        rows = [lower] * len(form.row_lower)
+        cols += [basic if on_diagonal else lower for on_diagonal in self.diagonal_columns.tolist()]
+        rows = [lower] * self.row_bound.size
         worst = _tight_row(form.support, form.identity_losses[form.support], middle=form.MIDDLE_START)
+        if self.folded and 2 * worst > form.n:
+            worst = form.n - worst  # its mirror's row stands for it
         for i in form.support:
-            rows[int(form.loss_at[i])] = upper if i == worst else basic
+            row = int(self.row_of[form.loss_at[i]])
+            if row >= 0:
+                rows[row] = upper if i == worst else basic
         basis = highspy.HighsBasis()
         basis.col_status = cols
         basis.row_status = rows
@@ -193,8 +297,11 @@ class Master:
     def install_basis(self, basis: "ExtendedBasis", width: int = 1) -> bool:
         """Add the columns of ``basis`` (and ``width`` neighbours on each side of each) and
         make it HiGHS's basis with every chain variable and d; False (nothing installed)
-        if it does not have one basic variable per row."""
+        if it does not have one basic variable per row, or if the master is folded (the
+        prediction is not made mirror-symmetric)."""
         n, form = self.form.n, self.form
+        if self.folded:
+            return False
         offsets = np.arange(-width, width + 1)
         rows = np.repeat(basis.rows, offsets.size)
         targets = np.repeat(basis.targets, offsets.size) + np.tile(offsets, basis.rows.size)
@@ -242,16 +349,13 @@ class Master:
         SolverError
             If Clarabel reports neither solved nor almost solved.
         """
-        fold = self._mirror_fold() if mirror else None
+        # a folded master is already on mirror-symmetric remaps
+        fold = self._mirror_fold() if mirror and not self.folded else None
         matrix, costs = self.matrix()
-        lower, upper = np.array(self.form.row_lower), np.array(self.form.row_upper)
+        lower, upper = self.row_lower, self.row_upper
         equal = np.isfinite(lower)  # convexity and chain rows; the loss rows are <= rows
-        kept = np.ones(lower.size, dtype=bool)
         if fold is not None:
-            n, support = self.form.n, self.form.support
-            counts = np.arange(n + 1)
-            kept[self.form.conv[2 * counts > n]] = False
-            kept[self.form.loss_at[support[2 * support > n]]] = False
+            kept = self._fold_rows()
             matrix = sparse.hstack([matrix[:, : self.first_t], matrix[:, self.first_t :] @ fold], format="csc")[kept]
             costs = np.concatenate([costs[: self.first_t], costs[self.first_t :] @ fold])
             lower, upper, equal = lower[kept], upper[kept], equal[kept]
@@ -271,14 +375,11 @@ class Master:
         x, z = np.asarray(solution.x), np.asarray(solution.z)
         equalities = int(equal.sum())
         duals = -z[equalities : equalities + int((~equal).sum())]
-        values = x[self.first_t :]
+        values = self._remap_values(x[self.first_t :])
         if fold is not None:
             values = fold @ values
-            half = support[2 * support <= n]
-            by_count = np.zeros(n + 1)
-            by_count[half] = duals / np.where(2 * half == n, 1.0, 2.0)
-            by_count[n - half] = by_count[half]
-            duals = by_count[support]
+        if fold is not None or self.folded:
+            duals = self._split_duals(duals)
         values = np.where(values > INTERIOR_DROP, values, 0.0)
         return float(solution.obj_val) / self.objective_scale, values, duals
 
@@ -351,8 +452,8 @@ class Master:
             raise SolverError("HIGHS", self.h.modelStatusToString(status), "(column generation master)")
         self.has_basis = True
         solution = self.h.getSolution()
-        values = np.asarray(solution.col_value)[self.first_t :]
-        duals = np.asarray(solution.row_dual)[self.form.loss]
+        values = self._remap_values(np.asarray(solution.col_value)[self.first_t :])
+        duals = self._loss_duals(np.asarray(solution.row_dual))
         return float(self.h.getInfo().objective_function_value) / self.objective_scale, values, duals
 
     def _simplex_optimal(self, status: highspy.HighsModelStatus) -> bool:
@@ -381,7 +482,7 @@ class Master:
         if exact is None:
             return None
         x, y = exact
-        return x[self.first_t :], y[self.form.loss]
+        return self._remap_values(x[self.first_t :]), self._loss_duals(y)
 
     def structure(self) -> sparse.csr_array:
         """Where T has master columns, as a CSR pattern (built from the sorted keys)."""

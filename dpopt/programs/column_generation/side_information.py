@@ -314,7 +314,7 @@ def mixed_columns(problem: CountQuery, parts: list[np.ndarray], lam: np.ndarray,
     return np.repeat(rows, targets.shape[1]), targets.ravel()
 
 
-def _solve_clusters(problem: CountQuery, parts: list[np.ndarray], tolerance: float) -> list[ColumnGenerationResult]:
+def _solve_clusters(problem: CountQuery, parts: list[np.ndarray], tolerance: float, fold: bool = True) -> list[ColumnGenerationResult]:
     """Each cluster of S alone, on its hull; clusters whose hull problems are the same (S =
     10%..40% and 60%..90% of n: two copies of S = all on 0..3n/10) are solved once."""
     from dpopt.programs.column_generation.solve import solve_by_column_generation  # the loop imports this module
@@ -324,20 +324,20 @@ def _solve_clusters(problem: CountQuery, parts: list[np.ndarray], tolerance: flo
         alone = CountQuery(n=problem.n, alpha=problem.alpha, loss=problem.loss_name, side_information=part.tolist())
         hull = hull_problem(alone)
         if hull is None:
-            results.append(solve_by_column_generation(alone, tolerance=tolerance))
+            results.append(solve_by_column_generation(alone, tolerance=tolerance, fold=fold))
             continue
         key = (hull.n, hull.support)
         fresh = key not in solved
         if fresh:
-            solved[key] = solve_by_column_generation(hull, tolerance=tolerance)
+            solved[key] = solve_by_column_generation(hull, tolerance=tolerance, fold=fold)
         embedded = embedded_result(alone, solved[key])
         results.append(embedded if fresh else dataclasses.replace(embedded, rounds=0, history=[], seconds=0.0))
     return results
 
 
 def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scales: float = CLUSTER_GAP_SCALES,
-                      max_rounds: int = 500, progress: Callable[[dict[str, float]], None] | None = None
-                      ) -> ColumnGenerationResult | None:
+                      max_rounds: int = 500, progress: Callable[[dict[str, float]], None] | None = None,
+                      fold: bool = True) -> ColumnGenerationResult | None:
     """S with long gaps: each cluster solved alone, the remaps joined at the gaps' middles,
     and, unless that already certifies, the whole problem bridged from the joined remap;
     None if S has no gap of ``gap_scales`` noise scales.
@@ -354,6 +354,7 @@ def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scal
     generation on the whole problem starts from the joined remap, with the rows deep
     inside the gaps held to it (:func:`bridge_columns`); its certificate is the usual one,
     and None is returned if it falls short (the caller then solves the whole problem).
+    ``fold`` is passed on to :func:`solve_by_column_generation`.
     """
     from dpopt.programs.column_generation.solve import solve_by_column_generation  # the loop imports this module
     if problem.loss_name not in ("absolute", "squared"):  # zero-one: the flow LP has no chains
@@ -363,7 +364,7 @@ def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scal
         return None
     start = time.perf_counter()
     n = problem.n
-    results = _solve_clusters(problem, parts, tolerance)
+    results = _solve_clusters(problem, parts, tolerance, fold)
     middles = [(left[-1] + right[0]) // 2 for left, right in zip(parts, parts[1:])]
     owner = np.searchsorted(np.asarray(middles), np.arange(n + 1), side="left")  # rows r <= middle: the left cluster
     pieces = []
@@ -389,7 +390,7 @@ def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scal
         initial = tuple(np.concatenate(pair) for pair in zip(initial, mixed_columns(problem, parts, mixed[0], initial)))
     try:
         bridged = solve_by_column_generation(problem, tolerance=tolerance, max_rounds=max_rounds, progress=progress,
-                                             hull=False, split=False, initial=initial)
+                                             hull=False, split=False, initial=initial, fold=fold)
     except SolverError:
         return None
     if bridged.lower_bound < lower:  # the clusters' bound is as valid

@@ -231,6 +231,7 @@ def solve_by_column_generation(
     split: bool = True,
     initial: tuple[np.ndarray, np.ndarray] | None = None,
     closed_forms: bool = True,
+    fold: bool = True,
 ) -> ColumnGenerationResult:
     """The exact minimax-optimal mechanism as ``G T`` (see :mod:`dpopt.programs.column_generation`).
 
@@ -268,6 +269,10 @@ def solve_by_column_generation(
         Take the closed forms where they apply and certify (:func:`identity_certificate`,
         :func:`two_count_threshold`, :func:`two_count_bisection`); False: column generation
         (an independent route, for tests).
+    fold : bool
+        Where S and the loss are symmetric under r <-> n - r (and no basis is predicted by
+        :func:`extended_basis`), hold the master folded onto mirror-symmetric remaps
+        (:class:`Master` with ``folded``); False: never (an independent route, for tests).
     initial : (rows, targets), optional
         The first master's columns ``T[rows[k], targets[k]]`` (with the diagonal, or the
         band if given) instead of the band and the coarse start; on the hull problem,
@@ -286,7 +291,7 @@ def solve_by_column_generation(
     smaller = hull_problem(problem) if hull else None
     if smaller is not None:
         on_hull = solve_by_column_generation(smaller, tolerance=tol, band=band, max_rounds=max_rounds, progress=progress,
-                                             coarse=coarse, flow=flow, split=split, closed_forms=closed_forms,
+                                             coarse=coarse, flow=flow, split=split, closed_forms=closed_forms, fold=fold,
                                              initial=_on_hull(initial, problem, smaller))
         return embedded_result(problem, on_hull)
     if closed_forms:
@@ -295,7 +300,7 @@ def solve_by_column_generation(
         if certified is not None:
             return certified
     if split:
-        apart = solve_by_clusters(problem, tolerance=tol, max_rounds=max_rounds, progress=progress)
+        apart = solve_by_clusters(problem, tolerance=tol, max_rounds=max_rounds, progress=progress, fold=fold)
         if apart is not None:
             return apart
     flow_support = None
@@ -307,7 +312,10 @@ def solve_by_column_generation(
     start = time.perf_counter()
     n = problem.n
     support = np.array(problem.support)
-    master = Master(form_for(problem))
+    plannable = extension_plan(problem) is not None  # whether extended_basis can apply at all
+    # folded where S and the loss are mirror-symmetric, unless a basis can be predicted
+    # (that prediction is not mirror-symmetric; see "Folded masters" in master.py)
+    master = Master(form_for(problem), folded=fold and not plannable)
     predicted = coarse_start(problem, tolerance=tol) if coarse and initial is None else None
     coarse_started = predicted is not None
     if predicted is None and coarse and initial is None and game_applies(problem):
@@ -377,7 +385,6 @@ def solve_by_column_generation(
     failure = ""
     extension_tried = False  # whether extended_basis was tried (once, before the fallback)
     # the prediction right after the first interior master, where that was measured to pay
-    plannable = extension_plan(problem) is not None  # whether extended_basis can apply at all
     extendable = plannable and n <= EARLY_EXTENSION_MAX_N
     refactored = False  # whether a predicted basis's solve was re-run on fresh factors
     for round_number in range(1, max_rounds + 1):

@@ -212,3 +212,90 @@ def test_after_interior_masters_the_route_goes_on_with_a_dualized_interior_point
     assert strategies[:2] == ["interior", "dualized ipm"]
     assert interior.relative_gap <= 1e-9
     assert interior.upper_bound == pytest.approx(simplex.upper_bound, rel=2e-9)
+
+
+def _member_fold(master: masters.Master) -> sparse.csc_array:
+    """The 0/1 map from a folded master's remaps to its columns (remap k sums into column_of[k])."""
+    k = master.t_rows.size
+    return sparse.csc_array((np.ones(k), (np.arange(k), master.column_of)), shape=(k, master.h.getNumCol() - master.first_t))
+
+
+@pytest.mark.parametrize("loss", NAMED)
+def test_a_folded_master_holds_one_column_per_mirrored_pair_on_the_kept_rows(loss):
+    n = 10
+    problem = dpopt.CountQuery(n=n, alpha=0.9, loss=loss, side_information=[0, 1, 3, 5, 7, 9, 10])
+    master = masters.Master(form_for(problem), folded=True)
+    assert master.folded
+    assert master.add_remap_columns(np.array([0, 2, 5, 7]), np.array([1, 2, 5, 9])) == 7  # closed under the mirror
+    assert set(zip(master.t_rows.tolist(), master.t_cols.tolist())) == {(0, 1), (10, 9), (2, 2), (8, 8), (5, 5), (7, 9), (3, 1)}
+    assert master.add_remap_columns(np.array([10]), np.array([9])) == 0  # (10, 9) is in already, with its mirror
+    assert master.h.getNumCol() - master.first_t == 4
+    # the same remaps unfolded: each folded column is the sum of its pair's columns on the kept rows
+    full = masters.Master(form_for(problem))
+    full.add_remap_columns(master.t_rows, master.t_cols)
+    np.testing.assert_array_equal(full.t_rows, master.t_rows)
+    full_matrix, folded_matrix = full.matrix()[0], master.matrix()[0]
+    kept = master.row_of >= 0
+    assert kept.sum() == folded_matrix.shape[0] < full_matrix.shape[0]
+    # dropped: the convexity rows r > 5 and the loss rows of 7, 9, 10
+    assert not kept[full.form.conv[6:]].any() and kept[full.form.conv[:6]].all()
+    assert kept[full.form.loss].tolist() == [True, True, True, True, False, False, False]
+    expected = (full_matrix[:, full.first_t :] @ _member_fold(master))[kept]
+    np.testing.assert_allclose(folded_matrix[:, master.first_t :].toarray(), expected.toarray(), rtol=1e-15)
+    np.testing.assert_array_equal(folded_matrix[:, : master.first_t].toarray(), full_matrix[:, : full.first_t][kept].toarray())
+    lp = master.h.getLp()
+    highs = sparse.csc_array((np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_), np.asarray(lp.a_matrix_.start_)),
+                             shape=(lp.num_row_, lp.num_col_))
+    np.testing.assert_array_equal(folded_matrix.toarray(), highs.toarray())
+
+
+def test_only_a_mirror_symmetric_problem_is_folded():
+    n = 10
+    asymmetric = masters.Master(form_for(dpopt.CountQuery(n=n, alpha=0.9, loss="absolute", side_information=[0, 1, 2, 9])), folded=True)
+    table = masters.Master(form_for(dpopt.CountQuery(n=n, alpha=0.9, loss=capped_table(n))), folded=True)
+    assert not asymmetric.folded and not table.folded
+    asymmetric.add_remap_columns(np.array([0]), np.array([1]))
+    assert asymmetric.t_rows.size == 1  # no mirror added
+    symmetric = masters.Master(form_for(dpopt.CountQuery(n=n, alpha=0.9, loss="absolute")), folded=True)
+    basis = masters.ExtendedBasis(rows=np.arange(n + 1), targets=np.arange(n + 1), slack_rows=np.arange(n))
+    assert not symmetric.install_basis(basis)  # a predicted basis is not mirror-symmetric: refused
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(6, 50), st.floats(0.3, 0.97), st.sampled_from(NAMED), st.integers(0, 2**32 - 1), st.integers(0, 2),
+       st.sampled_from(["primal", "ipm", "interior"]))
+def test_a_folded_master_has_the_full_masters_optimum(n, alpha, loss, seed, band, strategy):
+    # the full master (its columns closed under the mirror) by HiGHS's primal simplex against
+    # the folded one by each strategy: the same optimum, a symmetric remap, duals symmetric
+    # and priced to the same bound; the folded basis's exact solution holds every row
+    rng = np.random.default_rng(seed)
+    half = rng.choice(n // 2 + 1, size=rng.integers(1, n // 2 + 2), replace=False)
+    side = sorted(set(half.tolist()) | {n - int(i) for i in half})
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=side if len(side) < n + 1 else None)
+    r = np.repeat(np.arange(n + 1), 2 * band + 1)
+    rp = np.clip(r + np.tile(np.arange(-band, band + 1), n + 1), 0, n)
+    extra = rng.integers(0, n + 1, size=(2, n))
+    folded = masters.Master(form_for(problem), folded=True)
+    for rows, targets in ((r, rp), (extra[0], extra[1])):
+        folded.add_remap_columns(rows, targets)
+    full = masters.Master(form_for(problem))
+    full.add_remap_columns(folded.t_rows, folded.t_cols)
+    full.start_from_identity()
+    full_objective, _, full_duals = full.solve("primal")
+    folded.start_from_identity()
+    objective, values, duals = folded.solve(strategy)
+    assert objective == pytest.approx(full_objective, rel=1e-8, abs=1e-9)
+    remap = folded.remap(values).toarray()
+    np.testing.assert_allclose(remap, remap[::-1, ::-1], atol=1e-12)
+    np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-8)
+    support = np.array(problem.support)
+    by_count = dict(zip(support.tolist(), duals.tolist()))
+    np.testing.assert_allclose(duals, [by_count[n - i] for i in support.tolist()])
+    # d's reduced cost: the loss rows' duals sum to minus its cost, folded or not
+    assert duals.sum() == pytest.approx(full_duals.sum(), rel=1e-6)
+    if strategy != "interior":
+        exact_values, exact_duals = folded.basic_solution()
+        exact = folded.remap(exact_values).toarray()
+        np.testing.assert_allclose(exact.sum(axis=1), 1.0, atol=1e-12)
+        assert exact.min() >= -1e-12
+        np.testing.assert_allclose(exact_duals, duals, atol=1e-7)

@@ -106,9 +106,11 @@ def test_initial_columns_reach_the_hull_problems_first_master():
     """S = 10..30 of 0..40 is solved on its hull: the caller's columns (full-problem counts) go there, shifted."""
     problem = dpopt.CountQuery(n=40, alpha=0.6, loss="absolute", side_information=list(range(10, 31)))
     usual, seeded = [], []
-    plain = solve_by_column_generation(problem, band=0, coarse=False, progress=usual.append)
+    # unfolded: a folded master (the hull's S = 0..20 is symmetric) would add each column's mirror as well
+    plain = solve_by_column_generation(problem, band=0, coarse=False, progress=usual.append, fold=False)
     rows = np.arange(10, 31)
-    with_initial = solve_by_column_generation(problem, band=0, initial=(rows, np.clip(rows + 3, 0, 40)), progress=seeded.append)
+    with_initial = solve_by_column_generation(problem, band=0, initial=(rows, np.clip(rows + 3, 0, 40)), progress=seeded.append,
+                                              fold=False)
     # hull rows 0..20 get targets 3..23 clamped to 20: only row 20 lands on its diagonal
     assert seeded[0]["columns"] == usual[0]["columns"] + 20
     assert with_initial.upper_bound == pytest.approx(plain.upper_bound, rel=1e-9)
@@ -140,3 +142,47 @@ def test_both_absolute_forms_certify_the_same_optimum_from_a_coarse_start(side, 
     old = solve_by_column_generation(problem)
     assert cumulative.within(1e-9) and old.within(1e-9)
     assert cumulative.upper_bound == pytest.approx(old.upper_bound, rel=2e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.05, 0.97), st.sampled_from(NAMED), side_information(n))))
+def test_a_folded_master_certifies_the_gs_lp_optimum_on_a_symmetric_s(case):
+    """S closed under i <-> n - i: the loop holds its master folded onto mirror-symmetric remaps."""
+    n, alpha, loss, s = case
+    side = sorted(set(s) | {n - i for i in s})
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=side)
+    folded = solve_by_column_generation(problem, flow=False, closed_forms=False)
+    unfolded = solve_by_column_generation(problem, flow=False, closed_forms=False, fold=False)
+    lp = dpopt.solve(problem, "lp")
+    for result in (folded, unfolded):
+        assert result.within(1e-9, 1e-10)
+        assert abs(result.upper_bound - lp.details["solver_objective"]) <= 1e-8 * abs(result.upper_bound) + 1e-9
+        assert result.mechanism.certificate(problem.epsilon).ok
+
+
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+def test_the_folded_route_and_the_unfolded_one_certify_the_same_optimum_on_a_middle_gap(loss, monkeypatch):
+    """S = 10%..40% and 60%..90% of n = 600 at alpha = 0.99 (the benchmark's middle_gap):
+    HiGHS's interior point, then warm primal simplex, on the folded master."""
+    n = 600
+    problem = dpopt.CountQuery(n=n, alpha=0.99, loss=loss, side_information=list(range(60, 240)) + list(range(361, 541)))
+    built = []
+    original = masters.Master.__init__
+
+    def recorded(master, form, **kwargs):
+        original(master, form, **kwargs)
+        built.append((form.n, master.folded))
+
+    monkeypatch.setattr(masters.Master, "__init__", recorded)
+    folded = solve_by_column_generation(problem)
+    hull = [is_folded for size, is_folded in built if size == 480]  # the loop's masters on S's hull 60..540 (not the coarse start's)
+    assert hull and all(hull)
+    built.clear()
+    unfolded = solve_by_column_generation(problem, fold=False)
+    hull = [is_folded for size, is_folded in built if size == 480]
+    assert hull and not any(hull)
+    assert folded.within(1e-9) and unfolded.within(1e-9)
+    assert folded.upper_bound == pytest.approx(unfolded.upper_bound, rel=2e-9)
+    remap = folded.mechanism.remap.toarray()
+    np.testing.assert_allclose(remap, remap[::-1, ::-1], atol=1e-12)  # the embedded hull's mirror is the whole's
+    assert folded.mechanism.certificate(problem.epsilon).ok
