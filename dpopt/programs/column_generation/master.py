@@ -59,7 +59,7 @@ primal simplex, the exact basis solution and Clarabel alike (``folded=True``, ch
 :func:`~dpopt.programs.column_generation.solve.solve_by_column_generation` unless a basis
 can be predicted by :func:`~dpopt.programs.column_generation.starts.extended_basis`, whose
 prediction is not mirror-symmetric: folded there, S = all at alpha = 0.9, n = 10,000,
-squared, went from 13.6 to 104 s, and alpha = 0.5, n = 5000 from 1.0 to 13.9 s).
+squared, went from 13.6 to 104 s, and alpha = 0.5, n = 5000, squared, from 1.0 to 13.9 s).
 Measured (2026-11-26, session 14, one process per run, unfolded then folded in the same
 hour): S = 10%..40% and 60%..90% of n, absolute loss, alpha = 0.99: n = 1000 0.60 -> 0.25 s,
 n = 5000 11.1 -> 4.3-4.8 s, n = 10,000 46.7 -> 13.3 s; squared there n = 10,000
