@@ -158,6 +158,14 @@ benchmark. Clarabel's own settings did not help: its qdldl and faer solvers took
 time (0.42-0.56 s for one master), tolerances 1e-6 to 1e-12 took 51-57 iterations, and
 equilibration or presolve off changed nothing beyond noise.
 
+Session 14 (2026-11-26): where S and the loss are mirror-symmetric, the master is held folded
+onto mirror-symmetric remaps for the whole run (``Master(folded=True)``; "Folded masters" in
+:mod:`~dpopt.programs.column_generation.master`), not only inside Clarabel's masters: one
+HiGHS column per mirrored pair, half the convexity and loss rows. S = 10%..40% and 60%..90%
+of n, absolute, alpha = 0.99, through the benchmark beside the previous code: n = 5000
+13.2 -> 6.0 s (the last cell over issue 16's goals), n = 10,000 51 -> 12 s. Masters started
+from a predicted basis (:func:`extended_basis`) stay unfolded.
+
 Tried and not adopted: the optimal T of n/2 mapped onto n by scaling rows and columns
 alike (2r +- 2, shifted +-1 or +-3): rounds 15 -> 11 but no time saved, because
 n log(1/alpha) doubles, so the mapped support is wrong wherever it matters; per-round
