@@ -151,7 +151,6 @@ class Master:
         self.t_cols = np.zeros(0, dtype=np.int64)
         #: remap k is master column first_t + column_of[k] (folded: mirrored remaps share one)
         self.column_of = np.zeros(0, dtype=np.int64)
-        self.diagonal_columns = np.zeros(0, dtype=bool)  # whether master column first_t + j is a diagonal remap
         self.known = np.zeros(0, dtype=np.int64)  # sorted keys r (n+1) + r' of master columns
         self.has_basis = False  # whether HiGHS holds an optimal basis of the last master solved
 
@@ -232,16 +231,12 @@ class Master:
             pair_keys, column = np.unique(np.minimum(keys, size * size - 1 - keys), return_inverse=True)
             fold = sparse.csc_array((np.ones(keys.size), (np.arange(keys.size), column)), shape=(keys.size, pair_keys.size))
             self._add(self.form.columns(r, rp), lower=0.0, upper=INF, cost=0.0, fold=fold)
-            pair_r, pair_rp = np.divmod(pair_keys, size)
-            diagonal = pair_r == pair_rp
         else:
             column = np.arange(keys.size)
             self._add(self.form.columns(r, rp), lower=0.0, upper=INF, cost=0.0)
-            diagonal = r == rp
         self.t_rows = np.concatenate([self.t_rows, r])
         self.t_cols = np.concatenate([self.t_cols, rp])
         self.column_of = np.concatenate([self.column_of, first_column + column])
-        self.diagonal_columns = np.concatenate([self.diagonal_columns, diagonal])
         return int(keys.size)
 
     def _remap_values(self, column_values: np.ndarray) -> np.ndarray:
@@ -280,7 +275,9 @@ class Master:
         form = self.form
         basic, lower, upper = highspy.HighsBasisStatus.kBasic, highspy.HighsBasisStatus.kLower, highspy.HighsBasisStatus.kUpper
         cols = [basic] * (self.auxiliary_count + 1)  # chains, then d
-        cols += [basic if on_diagonal else lower for on_diagonal in self.diagonal_columns.tolist()]
+        diagonal = np.zeros(self.h.getNumCol() - self.first_t, dtype=bool)
+        diagonal[self.column_of[self.t_rows == self.t_cols]] = True  # a diagonal pair's mirror is diagonal too
+        cols += [basic if on_diagonal else lower for on_diagonal in diagonal.tolist()]
         rows = [lower] * self.row_bound.size
         worst = _tight_row(form.support, form.identity_losses[form.support], middle=form.MIDDLE_START)
         if self.folded and 2 * worst > form.n:

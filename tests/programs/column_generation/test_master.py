@@ -42,14 +42,9 @@ def test_the_kept_matrix_is_the_one_highs_solves(loss):
     master = masters.Master(form_for(dpopt.CountQuery(n=n, alpha=0.3, loss=spec)))
     master.add_remap_columns(np.arange(n + 1), np.arange(n + 1))
     master.add_remap_columns(np.array([0, 5, 12]), np.array([3, 1, 7]))
-    lp = master.h.getLp()
-    highs = sparse.csc_array(
-        (np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_), np.asarray(lp.a_matrix_.start_)),
-        shape=(lp.num_row_, lp.num_col_),
-    )
     matrix, costs = master.matrix()
-    np.testing.assert_array_equal(matrix.toarray(), highs.toarray())
-    np.testing.assert_array_equal(costs, np.asarray(lp.col_cost_))
+    np.testing.assert_array_equal(matrix.toarray(), _highs_matrix(master).toarray())
+    np.testing.assert_array_equal(costs, np.asarray(master.h.getLp().col_cost_))
 
 
 def test_the_start_is_the_middle_of_the_rows_tied_for_the_worst_loss():
@@ -113,6 +108,35 @@ def test_the_mirror_fold_pairs_each_column_with_its_mirror_after_closing_the_set
     assert table._mirror_fold() is None  # user tables are not assumed symmetric
 
 
+def _symmetric_problem(n: int, alpha: float, loss: str, rng: np.random.Generator) -> dpopt.CountQuery:
+    """A random S closed under i <-> n - i (None where it is all of 0..n)."""
+    half = rng.choice(n // 2 + 1, size=rng.integers(1, n // 2 + 2), replace=False)
+    side = sorted(set(half.tolist()) | {n - int(i) for i in half})
+    return dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=side if len(side) < n + 1 else None)
+
+
+def _band(n: int, band: int) -> tuple[np.ndarray, np.ndarray]:
+    r = np.repeat(np.arange(n + 1), 2 * band + 1)
+    return r, np.clip(r + np.tile(np.arange(-band, band + 1), n + 1), 0, n)
+
+
+def _assert_mirror_symmetric(problem: dpopt.CountQuery, master: masters.Master, values: np.ndarray, duals: np.ndarray) -> None:
+    """A stochastic remap equal to its mirror, and loss-row duals equal at i and n - i."""
+    remap = master.remap(values).toarray()
+    np.testing.assert_allclose(remap, remap[::-1, ::-1], atol=1e-12)
+    np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-8)
+    support = np.array(problem.support)
+    by_count = dict(zip(support.tolist(), duals.tolist()))
+    np.testing.assert_allclose(duals, [by_count[problem.n - i] for i in support.tolist()])
+
+
+def _highs_matrix(master: masters.Master) -> sparse.csc_array:
+    """The constraint matrix HiGHS holds (read back through ``getLp``)."""
+    lp = master.h.getLp()
+    return sparse.csc_array((np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_), np.asarray(lp.a_matrix_.start_)),
+                            shape=(lp.num_row_, lp.num_col_))
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(6, 50), st.floats(0.5, 0.97), st.sampled_from(["absolute", "squared", "zero_one"]), st.integers(0, 2**32 - 1),
        st.integers(1, 3))
@@ -120,24 +144,16 @@ def test_the_folded_interior_master_has_the_full_masters_optimum(n, alpha, loss,
     # the full master (its columns closed under the mirror) solved by HiGHS's simplex against
     # the folded one solved by Clarabel: the same optimum, a symmetric remap, symmetric duals
     rng = np.random.default_rng(seed)
-    half = rng.choice(n // 2 + 1, size=rng.integers(1, n // 2 + 2), replace=False)
-    side = sorted(set(half.tolist()) | {n - int(i) for i in half})
-    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=side if len(side) < n + 1 else None)
+    problem = _symmetric_problem(n, alpha, loss, rng)
     master = masters.Master(form_for(problem))
-    r = np.repeat(np.arange(n + 1), 2 * band + 1)
-    master.add_remap_columns(r, np.clip(r + np.tile(np.arange(-band, band + 1), n + 1), 0, n))
+    master.add_remap_columns(*_band(n, band))
     extra = rng.integers(0, n + 1, size=(2, n))
     master.add_remap_columns(extra[0], extra[1])
     folded_objective, values, duals = master.solve_interior()  # closes the columns under the mirror first
     master.start_from_identity()
     full_objective, _, _ = master.solve("primal")
     assert folded_objective == pytest.approx(full_objective, rel=1e-8, abs=1e-9)
-    remap = master.remap(values).toarray()
-    np.testing.assert_allclose(remap, remap[::-1, ::-1], atol=1e-12)
-    np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-8)
-    support = np.array(problem.support)
-    by_count = dict(zip(support.tolist(), duals.tolist()))
-    np.testing.assert_allclose(duals, [by_count[n - i] for i in support.tolist()])
+    _assert_mirror_symmetric(problem, master, values, duals)
 
 
 def test_a_symmetric_gapped_s_reaches_the_same_optimum_by_folded_interior_masters(monkeypatch):
@@ -243,10 +259,7 @@ def test_a_folded_master_holds_one_column_per_mirrored_pair_on_the_kept_rows(los
     expected = (full_matrix[:, full.first_t :] @ _member_fold(master))[kept]
     np.testing.assert_allclose(folded_matrix[:, master.first_t :].toarray(), expected.toarray(), rtol=1e-15)
     np.testing.assert_array_equal(folded_matrix[:, : master.first_t].toarray(), full_matrix[:, : full.first_t][kept].toarray())
-    lp = master.h.getLp()
-    highs = sparse.csc_array((np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_), np.asarray(lp.a_matrix_.start_)),
-                             shape=(lp.num_row_, lp.num_col_))
-    np.testing.assert_array_equal(folded_matrix.toarray(), highs.toarray())
+    np.testing.assert_array_equal(folded_matrix.toarray(), _highs_matrix(master).toarray())
 
 
 def test_only_a_mirror_symmetric_problem_is_folded():
@@ -269,14 +282,10 @@ def test_a_folded_master_has_the_full_masters_optimum(n, alpha, loss, seed, band
     # the folded one by each strategy: the same optimum, a symmetric remap, duals symmetric
     # and priced to the same bound; the folded basis's exact solution holds every row
     rng = np.random.default_rng(seed)
-    half = rng.choice(n // 2 + 1, size=rng.integers(1, n // 2 + 2), replace=False)
-    side = sorted(set(half.tolist()) | {n - int(i) for i in half})
-    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=side if len(side) < n + 1 else None)
-    r = np.repeat(np.arange(n + 1), 2 * band + 1)
-    rp = np.clip(r + np.tile(np.arange(-band, band + 1), n + 1), 0, n)
+    problem = _symmetric_problem(n, alpha, loss, rng)
     extra = rng.integers(0, n + 1, size=(2, n))
     folded = masters.Master(form_for(problem), folded=True)
-    for rows, targets in ((r, rp), (extra[0], extra[1])):
+    for rows, targets in (_band(n, band), (extra[0], extra[1])):
         folded.add_remap_columns(rows, targets)
     full = masters.Master(form_for(problem))
     full.add_remap_columns(folded.t_rows, folded.t_cols)
@@ -285,12 +294,7 @@ def test_a_folded_master_has_the_full_masters_optimum(n, alpha, loss, seed, band
     folded.start_from_identity()
     objective, values, duals = folded.solve(strategy)
     assert objective == pytest.approx(full_objective, rel=1e-8, abs=1e-9)
-    remap = folded.remap(values).toarray()
-    np.testing.assert_allclose(remap, remap[::-1, ::-1], atol=1e-12)
-    np.testing.assert_allclose(remap.sum(axis=1), 1.0, atol=1e-8)
-    support = np.array(problem.support)
-    by_count = dict(zip(support.tolist(), duals.tolist()))
-    np.testing.assert_allclose(duals, [by_count[n - i] for i in support.tolist()])
+    _assert_mirror_symmetric(problem, folded, values, duals)
     # d's reduced cost: the loss rows' duals sum to minus its cost, folded or not
     assert duals.sum() == pytest.approx(full_duals.sum(), rel=1e-6)
     if strategy != "interior":
