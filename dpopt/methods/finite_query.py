@@ -131,7 +131,8 @@ def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution
     else:
         result = solve_finite_lp(problem)
         x, solver_name = result.mechanism, "HIGHS"
-        details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows, "lower_bound": result.lower_bound}
+        details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows, "lower_bound": result.lower_bound,
+                   "lower_bound_datasets": result.bound_datasets}
     if repair:
         x, cert = mix_until_certified(problem, x)
     else:
