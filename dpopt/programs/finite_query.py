@@ -32,10 +32,11 @@ fractional automorphism) shrinks the LP. So the LP is solved through its dual
 repaired to exact privacy, and :func:`certified_lower_bound` makes the dual values exactly
 feasible, so every solution carries ``lower_bound <= optimum <= objective``. Where that
 bound is loose (the interior point's duals violate every row a little, and the bound sums
-the violations: 3.5e-6 and 2e-5 below the optimum on the 1044 graphs at epsilon = 2 and 4),
+the violations: 3.5e-6 and 2e-5 below the interior point's objective on the 1044 graphs at
+epsilon = 2 and 4),
 :func:`relaxation_lower_bound` solves the LP on the few datasets where those duals weigh
 (:class:`DatasetRelaxation`: 101 and 221 of the 1044), which is a relaxation, to a vertex:
-its certified bound comes within 5e-8 and 7e-7 (2 and 22 s more). The issue's goal of
+its certified bound comes within 5e-8 and 7e-7 of that objective (2 and 22 s more). The issue's goal of
 <= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py``).
 
 **Also tried (2026-11-24), and why none is used.**
@@ -293,8 +294,9 @@ def certified_lower_bound(problem: FiniteQuery | DatasetRelaxation, dual: DualLP
 
 #: A dataset joins the relaxation's subset when its row-sum or minimax dual is at least this
 #: fraction of the largest. Measured on the 1044 graphs (interior-point duals, epsilon = 2):
-#: 1e-5 keeps 72 datasets and leaves the bound 1.3e-6 below the optimum, 1e-7 keeps 101 and
-#: comes within 5e-8, 1e-8 keeps 154 (no better, and its LP took 10 times as long).
+#: 1e-5 keeps 72 datasets and leaves the bound 1.3e-6 below the interior point's objective,
+#: 1e-7 keeps 101 and comes within 5e-8, 1e-8 keeps 154 and gains 4e-9 more, but its LP took
+#: 5-7 times as long (by simplex).
 RELAXATION_SUPPORT = 1e-7
 #: The relaxation is tried only when the certified gap (relative) is larger than this.
 GAP_TO_TIGHTEN = 1e-9
@@ -365,8 +367,8 @@ def relaxation_lower_bound(problem: FiniteQuery, dual: DualLP, columns: np.ndarr
     The interior point's duals are near the optimal face's centre, so they name the datasets
     an optimal dual needs (:class:`DatasetRelaxation`) while their own bound, which sums every
     row's tiny violation (:func:`certified_lower_bound`), stays loose: on the 1044 graphs at
-    epsilon = 2 and 4 it sits 3.5e-6 and 2e-5 below the optimum; the relaxation's, 5e-8 and
-    7e-7. The subset shrinks (by weight) until its LP has at most :data:`CROSSOVER_ROWS`
+    epsilon = 2 and 4 it sits 3.5e-6 and 2e-5 below the interior point's objective; the
+    relaxation's, 5e-8 and 7e-7. The subset shrinks (by weight) until its LP has at most :data:`CROSSOVER_ROWS`
     privacy rows, so it is solved to a vertex. Returns the bound and the subset's size
     (``(-inf, 0)`` if the relaxation's LP is not solved).
     """
