@@ -32,12 +32,12 @@ fractional automorphism) shrinks the LP. So the LP is solved through its dual
 repaired to exact privacy, and :func:`certified_lower_bound` makes the dual values exactly
 feasible, so every solution carries ``lower_bound <= optimum <= objective``. Where that
 bound is loose (the interior point's duals violate every row a little, and the bound sums
-the violations: 3.5e-6 and 2e-5 below the interior point's objective on the 1044 graphs at
-epsilon = 2 and 4),
-:func:`relaxation_lower_bound` solves the LP on the few datasets where those duals weigh
-(:class:`DatasetRelaxation`: 101 and 221 of the 1044), which is a relaxation, to a vertex:
-its certified bound comes within 5e-8 and 7e-7 of that objective (2 and 22 s more). The issue's goal of
-<= 10 s for the 1044 graphs is not met (see ``benchmarks/finite_query.py``).
+the violations: 3.5e-6 and 2e-5 below the interior point's objective on the 1044 graphs
+at epsilon = 2 and 4), :func:`relaxation_lower_bound` solves the LP on the few datasets
+where those duals weigh (:class:`DatasetRelaxation`: 101 and 221 of the 1044), which is a
+relaxation, to a vertex: its certified bound comes within 5e-8 and 7e-7 of that objective
+(2 and 22 s more). The issue's goal of <= 10 s for the 1044 graphs is not met (see
+``benchmarks/finite_query.py``).
 
 **Also tried (2026-11-24), and why none is used.**
 
@@ -368,9 +368,9 @@ def relaxation_lower_bound(problem: FiniteQuery, dual: DualLP, columns: np.ndarr
     an optimal dual needs (:class:`DatasetRelaxation`) while their own bound, which sums every
     row's tiny violation (:func:`certified_lower_bound`), stays loose: on the 1044 graphs at
     epsilon = 2 and 4 it sits 3.5e-6 and 2e-5 below the interior point's objective; the
-    relaxation's, 5e-8 and 7e-7. The subset shrinks (by weight) until its LP has at most :data:`CROSSOVER_ROWS`
-    privacy rows, so it is solved to a vertex. Returns the bound and the subset's size
-    (``(-inf, 0)`` if the relaxation's LP is not solved).
+    relaxation's, 5e-8 and 7e-7. The subset shrinks (by weight) until its LP has at most
+    :data:`CROSSOVER_ROWS` privacy rows, so it is solved to a vertex. Returns the bound and
+    the subset's size (``(-inf, 0)`` if the relaxation's LP is not solved).
     """
     m = problem.size[0]
     weight = np.abs(np.asarray(columns[:m], dtype=float))
@@ -401,7 +401,9 @@ def solve_finite_lp(problem: FiniteQuery) -> LPResult:
     The dual has one row per entry x[a, r] and one column per privacy row, the shape
     HiGHS's interior point handles best here (the 1044-graph LP: about four minutes,
     against more than ten for the primal); the mechanism is the dual's row duals, and
-    :func:`certified_lower_bound` turns the dual's columns into a certified lower bound.
+    :func:`certified_lower_bound` turns the dual's columns into a certified lower bound. For
+    minimax, if that bound is more than :data:`GAP_TO_TIGHTEN` (relative) below the optimum
+    found, :func:`relaxation_lower_bound` is tried as well and the higher bound is kept.
     """
     start = time.perf_counter()
     rows = check_lp_size(problem)
