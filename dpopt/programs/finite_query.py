@@ -337,17 +337,23 @@ class DatasetRelaxation:
         return self.pairs, self.bounds
 
     @classmethod
-    def of(cls, problem: FiniteQuery, datasets: np.ndarray) -> "DatasetRelaxation":
-        """The relaxation of a minimax ``problem`` to ``datasets`` (indices into its universe)."""
+    def of(cls, problem: FiniteQuery, datasets: np.ndarray, path_bounds: np.ndarray | None = None) -> "DatasetRelaxation":
+        """The relaxation of a minimax ``problem`` to ``datasets`` (indices into its universe);
+        ``path_bounds`` (:func:`_path_bounds` of ``datasets``) if already known."""
         datasets = np.asarray(datasets, dtype=np.int64)
-        m = problem.size[0]
-        pairs, bounds = problem.privacy_pairs()
-        graph = sparse.csr_array((bounds, (pairs[:, 0], pairs[:, 1])), shape=(m, m))
-        implied = csgraph.dijkstra(graph, directed=True, indices=datasets)[:, datasets]
+        implied = _path_bounds(problem, datasets) if path_bounds is None else path_bounds
         a, b = np.nonzero(_not_implied(implied))
         position = {int(d): i for i, d in enumerate(datasets)}
         side = tuple(position[int(d)] for d in problem.side_information if int(d) in position)
         return cls(datasets, problem.loss_matrix[datasets], side, np.column_stack([a, b]), implied[a, b])
+
+
+def _path_bounds(problem: FiniteQuery, datasets: np.ndarray) -> np.ndarray:
+    """w(a, b) for a, b in ``datasets``: the shortest path over the privacy pairs, weighted by their log-bounds."""
+    m = problem.size[0]
+    pairs, bounds = problem.privacy_pairs()
+    graph = sparse.csr_array((bounds, (pairs[:, 0], pairs[:, 1])), shape=(m, m))
+    return csgraph.dijkstra(graph, directed=True, indices=datasets)[:, datasets]
 
 
 def _not_implied(w: np.ndarray) -> np.ndarray:
@@ -380,19 +386,29 @@ def relaxation_lower_bound(problem: FiniteQuery, dual: DualLP, columns: np.ndarr
         np.maximum.at(weight, np.array(problem.side_information), mu / mu.max())
     ranked = np.argsort(-weight, kind="stable")
     count = int((weight > support).sum())
-    relaxation = DatasetRelaxation.of(problem, np.sort(ranked[:count]))
+    chosen = np.sort(ranked[:count])
+    path_bounds = _path_bounds(problem, chosen)  # smaller subsets read theirs from it
+    relaxation = DatasetRelaxation.of(problem, chosen, path_bounds)
     while count > 1 and len(relaxation.pairs) * relaxation.size[1] > CROSSOVER_ROWS:
         count = int(count * 0.8)
-        relaxation = DatasetRelaxation.of(problem, np.sort(ranked[:count]))
+        subset = np.sort(ranked[:count])
+        at = np.searchsorted(chosen, subset)
+        relaxation = DatasetRelaxation.of(problem, subset, path_bounds[np.ix_(at, at)])
     if not relaxation.side_information:
         return -np.inf, 0
     sub = build_dual_lp(relaxation)
-    h = new_highs({**HIGHS_OPTIONS, "solver": "ipm", "run_crossover": "on"})
-    h.passModel(sub.lp)
-    h.run()
+    h = _interior_point(sub, crossover=True)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return -np.inf, 0
     return certified_lower_bound(relaxation, sub, np.asarray(h.getSolution().col_value)), count
+
+
+def _interior_point(dual: DualLP, *, crossover: bool) -> highspy.Highs:
+    """HiGHS's interior point (with dpopt's tolerances) run on ``dual``; the caller reads the status."""
+    h = new_highs({**HIGHS_OPTIONS, "solver": "ipm", "run_crossover": "on" if crossover else "off"})
+    h.passModel(dual.lp)
+    h.run()
+    return h
 
 
 def solve_finite_lp(problem: FiniteQuery) -> LPResult:
@@ -409,10 +425,7 @@ def solve_finite_lp(problem: FiniteQuery) -> LPResult:
     rows = check_lp_size(problem)
     m, k = problem.size
     dual = build_dual_lp(problem)
-    crossover = "on" if rows <= CROSSOVER_ROWS else "off"
-    h = new_highs({**HIGHS_OPTIONS, "solver": "ipm", "run_crossover": crossover})
-    h.passModel(dual.lp)
-    h.run()
+    h = _interior_point(dual, crossover=rows <= CROSSOVER_ROWS)
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:
         h.clearSolver()  # a cold retry by the dual simplex

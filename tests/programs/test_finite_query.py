@@ -17,7 +17,7 @@ from scipy import sparse
 from scipy.optimize import linprog, nnls
 
 import dpopt
-from dpopt.programs.finite_query import (DatasetRelaxation, build_dual_lp, certified_lower_bound,
+from dpopt.programs.finite_query import (DatasetRelaxation, DualLP, build_dual_lp, certified_lower_bound,
                                          relaxation_lower_bound)
 from dpopt.solvers import SOLVER_OPTIONS, new_highs
 from dpopt.universes import Universe, graph_atlas
@@ -122,15 +122,20 @@ def test_the_lp_on_a_subset_of_datasets_bounds_the_optimum_and_its_pruned_pairs_
     assert every_pair <= full + 1e-9
 
 
+def _dual_vertex(problem: dpopt.FiniteQuery, options: dict) -> tuple[DualLP, np.ndarray]:
+    """The problem's dual LP and its column values at a vertex (HiGHS: interior point, crossover)."""
+    dual = build_dual_lp(problem)
+    h = new_highs({**options, "solver": "ipm", "run_crossover": "on"})
+    h.passModel(dual.lp)
+    h.run()
+    return dual, np.asarray(h.getSolution().col_value)
+
+
 def test_the_lp_on_the_support_of_an_optimal_dual_has_the_full_optimum():
     """6 nodes, eps = 1: the datasets where a vertex of the dual weighs give the full LP's optimum."""
     problem = dpopt.FiniteQuery(universe=graph_atlas(6, "triangles"), epsilon=1.0)
     m = problem.size[0]
-    dual = build_dual_lp(problem)
-    h = new_highs({"solver": "ipm", "run_crossover": "on"})
-    h.passModel(dual.lp)
-    h.run()
-    columns = np.asarray(h.getSolution().col_value)
+    dual, columns = _dual_vertex(problem, {})
     weighs = np.abs(columns[:m]) > 1e-9
     weighs[list(problem.side_information)] |= columns[dual.mu_columns] > 1e-9
     subset = np.flatnonzero(weighs)
@@ -145,11 +150,7 @@ def test_the_relaxation_tightens_the_certified_bound_at_large_epsilon():
     below the objective of the mechanism dpopt certifies (repaired to exact privacy), and is the one
     ``lp`` reports."""
     problem = dpopt.FiniteQuery(universe=graph_atlas(6, "triangles"), epsilon=4.0)
-    dual = build_dual_lp(problem)
-    h = new_highs({**SOLVER_OPTIONS["HIGHS"], "solver": "ipm", "run_crossover": "on"})  # as lp runs it
-    h.passModel(dual.lp)
-    h.run()
-    columns = np.asarray(h.getSolution().col_value)
+    dual, columns = _dual_vertex(problem, SOLVER_OPTIONS["HIGHS"])  # as lp runs it
     relaxed, datasets = relaxation_lower_bound(problem, dual, columns)
     assert 0 < datasets < problem.size[0]
     assert relaxed > certified_lower_bound(problem, dual, columns)
