@@ -2,7 +2,7 @@
 
     python benchmarks/finite_query.py [--nodes 4 5 6] [--epsilons 0.5 1 2 4] [--baseline-timeout 300]
                                       [--atlas7-epsilons 0.5 1 2 4] [--atlas7-baseline-timeout 900]
-                                      [--random-ipx-seconds 0] [--parts 1 2 3]
+                                      [--atlas7-without-quotients] [--random-ipx-seconds 0] [--parts 1 2 3]
 
 Prints three tables:
 
@@ -13,8 +13,11 @@ Prints three tables:
    with its defaults; wall seconds, peak memory and their ratios.
 2. The 1044 seven-node graphs: the LP (29,232 variables, 367,248 privacy rows; goal
    <= 10 s) for each epsilon with its certified lower bound (``bound_datasets`` > 0: from
-   the LP relaxed to that many datasets, ``relaxation_lower_bound``), the baseline at the first
-   epsilon under a time limit, and every construction's seconds, minimax objective and
+   the LP relaxed to that many datasets, ``relaxation_lower_bound``; ``quotient_classes`` > 0:
+   the mechanism came from the LP on that many classes of datasets, ``solve_by_quotients``),
+   the baseline at the first epsilon under a time limit, with ``--atlas7-without-quotients``
+   the same ``lp`` with quotients switched off (the full LP through its dual, in the same
+   process: ``full_seconds``), and every construction's seconds, minimax objective and
    price (objective over the LP optimum; goal: <= 1 s each).
 3. A random universe with m = 5000 datasets, |R| = 50 outputs and average degree 10
    (``lp`` refuses it; with ``--random-ipx-seconds S`` its dual LP is handed to HiGHS's
@@ -32,6 +35,7 @@ import pandas as pd
 from count_query import measure, run_with_timeout  # same folder: one way to measure and time out
 
 import dpopt
+from dpopt.programs import finite_query
 from dpopt.programs.finite_query import HIGHS_OPTIONS, MAX_PRIVACY_ROWS, build_dual_lp, build_finite_program
 from dpopt.solvers import new_highs
 from dpopt.universes import Universe
@@ -85,18 +89,32 @@ def constructions_table(problem: dpopt.FiniteQuery) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("method")
 
 
-def atlas7_table(epsilons: list[float], timeout: float) -> pd.DataFrame:
+def without_quotients(problem: dpopt.FiniteQuery) -> tuple[dpopt.Solution, float, float]:
+    """``lp`` with :func:`~dpopt.programs.finite_query.solve_by_quotients` switched off: the full LP."""
+    saved = finite_query.QUOTIENT_ROWS
+    finite_query.QUOTIENT_ROWS = MAX_PRIVACY_ROWS
+    try:
+        return measure(lambda: dpopt.solve(problem, "lp"))
+    finally:
+        finite_query.QUOTIENT_ROWS = saved
+
+
+def atlas7_table(epsilons: list[float], timeout: float, compare: bool) -> pd.DataFrame:
     rows = []
     for position, epsilon in enumerate(epsilons):
         problem = atlas_problem(7, epsilon)
         solution, seconds, peak = measure(lambda: dpopt.solve(problem, "lp"))
+        full = without_quotients(problem) if compare else None
         baseline = run_with_timeout(_baseline_child, (7, epsilon), timeout) if position == 0 else None
         b_seconds = baseline[0][1] if baseline else (f"> {timeout:.0f}" if position == 0 else "not run")
         rows.append({
             "epsilon": epsilon, "lp_seconds": seconds, "lp_peak_MiB": peak, "objective": solution.objective,
             "certified_lower_bound": solution.details["lower_bound"], "optimality_gap": solution.details["optimality_gap"],
-            "bound_datasets": solution.details["lower_bound_datasets"],
-            "certificate_ok": solution.certificate.ok, "baseline_seconds": b_seconds,
+            "bound_datasets": solution.details["lower_bound_datasets"], "quotient_classes": solution.details["quotient_classes"],
+            "certificate_ok": solution.certificate.ok,
+            **({"full_seconds": full[1], "full_peak_MiB": full[2], "full_objective": full[0].objective,
+                "full_optimality_gap": full[0].details["optimality_gap"]} if full else {}),
+            "baseline_seconds": b_seconds,
             "time_ratio": (baseline[0][1] / seconds if baseline else (f"> {timeout / seconds:.3g}" if position == 0 else "")),
         })
     return pd.DataFrame(rows)
@@ -134,6 +152,8 @@ def main() -> None:
     parser.add_argument("--baseline-timeout", type=float, default=300.0)
     parser.add_argument("--atlas7-epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0])
     parser.add_argument("--atlas7-baseline-timeout", type=float, default=900.0)
+    parser.add_argument("--atlas7-without-quotients", action="store_true",
+                        help="also solve each 1044-graph LP with quotients switched off (the full LP)")
     parser.add_argument("--parts", type=int, nargs="+", choices=[1, 2, 3], default=[1, 2, 3], help="which tables to print")
     parser.add_argument("--random-ipx-seconds", type=float, default=0.0,
                         help="also run the interior point on the random universe's LP for this long")
@@ -154,7 +174,7 @@ def atlas7(args: argparse.Namespace) -> None:
     rows = len(atlas.privacy_pairs()[0]) * atlas.size[1]
     print(f"\n2. The 1044 seven-node graphs: LP of {atlas.size[0] * atlas.size[1]:,} variables and {rows:,} privacy rows "
           f"(the lp route takes <= {MAX_PRIVACY_ROWS:,}); baseline at the first epsilon only:")
-    table = atlas7_table(args.atlas7_epsilons, args.atlas7_baseline_timeout)
+    table = atlas7_table(args.atlas7_epsilons, args.atlas7_baseline_timeout, args.atlas7_without_quotients)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     constructions = constructions_table(atlas)
     optimum = table.set_index("epsilon")["objective"].get(1.0, np.nan)

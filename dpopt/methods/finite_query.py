@@ -132,7 +132,7 @@ def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution
         result = solve_finite_lp(problem)
         x, solver_name = result.mechanism, "HIGHS"
         details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows, "lower_bound": result.lower_bound,
-                   "lower_bound_datasets": result.bound_datasets}
+                   "lower_bound_datasets": result.bound_datasets, "quotient_classes": result.quotient_classes}
     if repair:
         x, cert = mix_until_certified(problem, x)
     else:

@@ -17,8 +17,9 @@ from scipy import sparse
 from scipy.optimize import linprog, nnls
 
 import dpopt
-from dpopt.programs.finite_query import (DatasetRelaxation, DualLP, build_dual_lp, certified_lower_bound,
-                                         relaxation_lower_bound)
+from dpopt.programs import finite_query
+from dpopt.programs.finite_query import (DatasetQuotient, DatasetRelaxation, DualLP, build_dual_lp, certified_lower_bound,
+                                         distance_classes, dual_weights, relaxation_lower_bound)
 from dpopt.solvers import SOLVER_OPTIONS, new_highs
 from dpopt.universes import Universe, graph_atlas
 
@@ -80,6 +81,11 @@ def test_the_best_graph_geometric_factorisation_is_above_the_lp_optimum(nodes, e
 
 def _minimax_optimum(loss: np.ndarray, pairs: np.ndarray, log_bounds: np.ndarray) -> float:
     """The minimax LP in its primal form (x row-major, then t), every row written out, by scipy."""
+    return _minimax_solution(loss, pairs, log_bounds)[0]
+
+
+def _minimax_solution(loss: np.ndarray, pairs: np.ndarray, log_bounds: np.ndarray) -> tuple[float, np.ndarray]:
+    """:func:`_minimax_optimum` and an optimal mechanism (m x k)."""
     m, k = loss.shape
     n = m * k
     q, r = np.repeat(np.arange(len(pairs)), k), np.tile(np.arange(k), len(pairs))
@@ -91,7 +97,7 @@ def _minimax_optimum(loss: np.ndarray, pairs: np.ndarray, log_bounds: np.ndarray
     lp = linprog(np.r_[np.zeros(n), 1.0], A_ub=sparse.vstack([privacy, worst]), b_ub=np.zeros(q.size + m),
                  A_eq=sums, b_eq=np.ones(m), bounds=[(0, None)] * n + [(None, None)], method="highs")
     assert lp.status == 0
-    return float(lp.fun)
+    return float(lp.fun), lp.x[:n].reshape(m, k)
 
 
 @st.composite
@@ -151,10 +157,81 @@ def test_the_relaxation_tightens_the_certified_bound_at_large_epsilon():
     ``lp`` reports."""
     problem = dpopt.FiniteQuery(universe=graph_atlas(6, "triangles"), epsilon=4.0)
     dual, columns = _dual_vertex(problem, SOLVER_OPTIONS["HIGHS"])  # as lp runs it
-    relaxed, datasets = relaxation_lower_bound(problem, dual, columns)
+    relaxed, datasets = relaxation_lower_bound(problem, dual_weights(problem, dual, columns))
     assert 0 < datasets < problem.size[0]
     assert relaxed > certified_lower_bound(problem, dual, columns)
     solution = dpopt.solve(problem, "lp")
     assert solution.certificate.ok
     assert solution.details["lower_bound"] == relaxed and solution.details["lower_bound_datasets"] == datasets
     assert relaxed <= solution.objective
+
+
+@st.composite
+def universes_and_classes(draw) -> tuple[Universe, np.ndarray]:
+    """A connected universe and a random partition of it that keeps datasets of one value apart from others."""
+    universe, _ = draw(universes_and_subsets())
+    split = draw(st.lists(st.integers(0, 2), min_size=universe.size, max_size=universe.size))
+    key = np.column_stack([universe.values, split])
+    return universe, np.unique(key, axis=0, return_inverse=True)[1].ravel()
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=universes_and_classes(), epsilon=st.floats(0.2, 3.0))
+def test_a_quotients_rows_lifted_are_private_and_bound_the_optimum_from_above(case, epsilon):
+    """DatasetQuotient: its optimum >= the full LP's, and its optimal rows lifted to the datasets meet
+    every privacy row of the full problem and have the quotient's objective (scipy on both LPs)."""
+    universe, classes = case
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon)
+    quotient = DatasetQuotient.of(problem, classes)
+    assert quotient.size == (classes.max() + 1, problem.size[1])
+    value, rows = _minimax_solution(quotient.loss_matrix, quotient.pairs, quotient.bounds)
+    lifted = quotient.lift(rows)
+    pairs, bounds = problem.privacy_pairs()
+    assert np.all(lifted[pairs[:, 0]] <= np.exp(bounds)[:, None] * lifted[pairs[:, 1]] + 1e-9)
+    assert problem.objective_of(lifted) == pytest.approx(value, abs=1e-9)
+    assert value >= _minimax_optimum(problem.loss_matrix, pairs, bounds) - 1e-9
+
+
+def test_distance_classes_merge_only_datasets_that_see_the_same_values_nearby():
+    """6-node atlas: reach 1 is the partition by triangle count (16 values); each class's members
+    have the same triangle count and the same capped hop distance to every count, checked by brute force."""
+    universe = graph_atlas(6, "triangles")
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=1.0)
+    values = np.unique(universe.values)
+    assert distance_classes(problem, 1).max() + 1 == len(values)
+    for reach in (2, 3):
+        classes = distance_classes(problem, reach)
+        seen = {}
+        for a in range(universe.size):
+            near = tuple(min(reach, min(int(universe.hops[a, b]) for b in range(universe.size) if universe.values[b] == v))
+                         for v in values)
+            seen.setdefault(classes[a], set()).add((universe.values[a], near))
+        assert all(len(profiles) == 1 for profiles in seen.values())
+        assert len({next(iter(p)) for p in seen.values()}) == classes.max() + 1  # and different profiles stay apart
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0])
+def test_lp_through_quotients_is_certified_and_equals_the_full_lp(monkeypatch, epsilon):
+    """6 nodes: with quotients tried at any size, lp keeps reach 2's 68 classes, certified within
+    QUOTIENT_GAP, and its objective is the full LP's optimum by scipy (every row written out)."""
+    problem = dpopt.FiniteQuery(universe=graph_atlas(6, "triangles"), epsilon=epsilon)
+    full = _minimax_optimum(problem.loss_matrix, *problem.privacy_pairs())
+    monkeypatch.setattr(finite_query, "QUOTIENT_ROWS", 0)
+    solution = dpopt.solve(problem, "lp")
+    assert solution.certificate.ok
+    assert solution.details["quotient_classes"] == 68
+    assert solution.details["optimality_gap"] <= finite_query.QUOTIENT_GAP
+    assert solution.details["lower_bound"] <= full + 1e-9
+    assert solution.objective == pytest.approx(full, rel=1e-8)
+
+
+def test_lp_falls_back_to_the_full_lp_when_no_quotient_is_certified(monkeypatch):
+    """6 nodes, eps = 4: the quotients stay 6e-5 above the optimum, so lp solves the full LP and
+    returns what it returns without quotients."""
+    problem = dpopt.FiniteQuery(universe=graph_atlas(6, "triangles"), epsilon=4.0)
+    direct = dpopt.solve(problem, "lp")
+    monkeypatch.setattr(finite_query, "QUOTIENT_ROWS", 0)
+    solution = dpopt.solve(problem, "lp")
+    assert solution.certificate.ok and solution.details["quotient_classes"] == 0
+    assert solution.objective == direct.objective and solution.details["lower_bound"] == direct.details["lower_bound"]
+    assert solution.details["optimality_gap"] < 1e-7
