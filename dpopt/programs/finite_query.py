@@ -36,8 +36,20 @@ the violations: 3.5e-6 and 2e-5 below the interior point's objective on the 1044
 at epsilon = 2 and 4), :func:`relaxation_lower_bound` solves the LP on the few datasets
 where those duals weigh (:class:`DatasetRelaxation`: 101 and 221 of the 1044), which is a
 relaxation, to a vertex: its certified bound comes within 5e-8 and 7e-7 of that objective
-(2 and 22 s more). The issue's goal of <= 10 s for the 1044 graphs is not met (see
-``benchmarks/finite_query.py``).
+(2 and 22 s more).
+
+**Quotients first** (session 16). A minimax LP with more than :data:`QUOTIENT_ROWS` privacy
+rows is first solved with datasets merged into classes (:func:`solve_by_quotients`):
+datasets with the same loss row and the same hop distance, capped at a reach, to the
+datasets of every value (:func:`distance_classes`). The quotient (:class:`DatasetQuotient`)
+is a restriction: its rows lifted to the datasets are a private mechanism with its objective,
+so its optimum is an upper bound, and the relaxation to the datasets where its duals weigh
+is a certified lower bound; the quotient is kept when they meet within :data:`QUOTIENT_GAP`,
+and otherwise the full LP is solved. It works because the optimum needs few datasets
+(its dual's support) and a mechanism has to tell apart only what they see; colour
+refinement, which found no equitable partition, asks for more: equal rows at *every*
+optimum. See :data:`QUOTIENT_REACHES` for which reach is exact where. The issue's goal
+of <= 10 s for the 1044 graphs is still not met (see ``benchmarks/finite_query.py``).
 
 **Also tried (2026-11-24), and why none is used.**
 
@@ -125,6 +137,18 @@ relaxation, to a vertex: its certified bound comes within 5e-8 and 7e-7 of that 
   equations (85,608 unknowns) gives 1.4e8 non-zeros (HiPO's METIS on the entries x: 7.7e7),
   because a cut across outputs is a whole layer of 1044 classes and the class graph's own
   layers are fully coupled; Clarabel on 6 nodes: 4.6 s against 4.0 s.
+* *Other quotients* (session 16; each against the full LP's optimum). Capping less or not at
+  all: on 6 nodes reach 2 (68 of 156 classes) is exact at epsilon <= 1, but even uncapped
+  distances (105 classes) stay 4.4e-5 and 5.8e-5 above at epsilon = 2 and 4. Value, and
+  the smallest and largest value within one and two hops (277 classes on 7 nodes): exact
+  at epsilon = 0.5 in the time of reach 2. Reach 1 (one class per value) with the
+  relaxation's datasets as singletons: exact on 6 nodes at epsilon = 4 (73 classes), 4.9%
+  above on 7 nodes at 0.5. Reach 2 with them (290 classes on 7 nodes, epsilon = 1): exact,
+  but finding them needs reach 2 solved first, so no faster than reach 4. Starting from
+  reach 1 and splitting the classes where the duals weigh, round by round: exact on 6 nodes
+  in two rounds, but on 7 nodes at epsilon = 1 it ends with 511 classes in 66 s. At
+  epsilon = 4 reach 4 (437 classes) is 2.1e-5 above: the large-epsilon optimum tells
+  apart rows that these distance profiles merge.
 * *The relaxation to a few datasets as a route of its own* (session 15). Its optimum is the
   full optimum once the subset holds an optimal dual's support, which is small on the
   atlas (a vertex of the 6-node dual: 20 of 156 datasets, 0.04 s), but a mechanism for all
@@ -552,7 +576,9 @@ def solve_finite_lp(problem: FiniteQuery) -> LPResult:
     against more than ten for the primal); the mechanism is the dual's row duals, and
     :func:`certified_lower_bound` turns the dual's columns into a certified lower bound. For
     minimax, if that bound is more than :data:`GAP_TO_TIGHTEN` (relative) below the optimum
-    found, :func:`relaxation_lower_bound` is tried as well and the higher bound is kept.
+    found, :func:`relaxation_lower_bound` is tried as well and the higher bound is kept. A
+    minimax LP with more than :data:`QUOTIENT_ROWS` privacy rows is first tried on quotients
+    (:func:`solve_by_quotients`); the full LP is solved only if none is certified.
     """
     start = time.perf_counter()
     rows = check_lp_size(problem)
