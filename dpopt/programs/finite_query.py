@@ -406,7 +406,7 @@ QUOTIENT_GAP = 1e-7
 QUOTIENT_ROWS = CROSSOVER_ROWS
 #: Give up on quotients when their duals weigh on more datasets than this (certifying them
 #: needs the relaxation to those datasets, which grows slow; the 1044 graphs at epsilon = 4
-#: and reach 2: 356 datasets, and that quotient is 0.2% above the optimum).
+#: and reach 2: 336 datasets, and that quotient is 0.06% above the optimum).
 QUOTIENT_SUPPORT = 200
 #: ... or when a reach leaves a gap (relative) above this: the next is unlikely to close it.
 QUOTIENT_HOPELESS = 1e-3
@@ -488,9 +488,10 @@ def solve_by_quotients(problem: FiniteQuery, rows: int, start: float) -> LPResul
     dataset weighing as its class). Returns ``None`` (the caller solves the full LP) when no
     reach is certified close enough, when the quotient is not at most half the full LP, or when
     its duals weigh on more than :data:`QUOTIENT_SUPPORT` datasets. On the 1044 graphs
-    (2 cores) reach 2 (286 classes, 84,404 privacy rows, about 14 s) is kept at epsilon = 0.5
-    and reach 4 (437 classes, about 37 s) at 1 and 2, against 150-260 s for the full LP; at
-    epsilon = 4 reach 2's duals weigh on 356 datasets and the full LP is solved.
+    (2 cores, ``benchmarks/finite_query.py``) reach 2 (286 classes, 84,404 privacy rows) is
+    kept at epsilon = 0.5 (11 s in all) and reach 4 (437 classes) at 1 and 2 (54 and 61 s in
+    all, reach 2 tried first), against 324, 201 and 170 s for the full LP in the same process;
+    at epsilon = 4 reach 2's duals weigh on 336 datasets and the full LP is solved.
     """
     for reach in QUOTIENT_REACHES:
         quotient = DatasetQuotient.of(problem, distance_classes(problem, reach))
