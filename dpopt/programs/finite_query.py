@@ -148,7 +148,14 @@ of <= 10 s for the 1044 graphs is still not met (see ``benchmarks/finite_query.p
   reach 1 and splitting the classes where the duals weigh, round by round: exact on 6 nodes
   in two rounds, but on 7 nodes at epsilon = 1 it ends with 511 classes in 66 s. At
   epsilon = 4 reach 4 (437 classes) is 2.1e-5 above: the large-epsilon optimum tells
-  apart rows that these distance profiles merge.
+  apart rows that these distance profiles merge. Reach 2 with the support of the
+  relaxation's vertex added as singletons, round by round (7 nodes): at epsilon = 1 exact
+  after one round (290 classes, 38 s in all against reach 4's 54 s; a possible refinement);
+  at 2 it stalls 6.6e-7 above the optimum; at 4 the quotient *is* optimal after one round
+  (354 classes: 0.3809840 against the full LP's 0.3809841), but its duals weigh on 430-460
+  datasets and the relaxation, shrunk to about 200 of them, certifies it only within 3e-6
+  after three rounds and five minutes: there the lower bound, not the mechanism, is what
+  is missing.
 * *The relaxation to a few datasets as a route of its own* (session 15). Its optimum is the
   full optimum once the subset holds an optimal dual's support, which is small on the
   atlas (a vertex of the 6-node dual: 20 of 156 datasets, 0.04 s), but a mechanism for all
