@@ -1,8 +1,9 @@
-"""Claims of :mod:`dpopt.programs.finite_query`'s docstring about routes tried and not used.
+"""Claims of :mod:`dpopt.programs.finite_query`'s docstring: routes tried and not used, and
+the relaxation (lower bounds) and quotients (upper bounds) the ``lp`` route uses.
 
-Both are facts about the finite-universe LP that decide what a faster route could look
+They are facts about the finite-universe LP that decide what a faster route could look
 like, so they are pinned here against independent computations (scipy's LP solver, all
-subsets by enumeration, non-negative least squares).
+subsets by enumeration, non-negative least squares, the full LP beside its quotient).
 """
 
 from __future__ import annotations
