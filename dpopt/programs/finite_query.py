@@ -169,6 +169,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import highspy
 import numpy as np
@@ -180,8 +181,9 @@ from dpopt.problems.finite_query import FiniteQuery
 from dpopt.solvers import SOLVER_OPTIONS, new_highs
 from dpopt.validation import SolverError, fail
 
-__all__ = ["DatasetQuotient", "DatasetRelaxation", "FiniteProgram", "LPResult", "MAX_PRIVACY_ROWS", "build_finite_program",
-           "check_lp_size", "distance_classes", "dual_weights", "relaxation_lower_bound", "solve_by_quotients", "solve_finite_lp"]
+__all__ = ["DatasetQuotient", "DatasetRelaxation", "FiniteProgram", "LPResult", "MAX_PRIVACY_ROWS", "ReducedMinimaxLP",
+           "build_finite_program", "check_lp_size", "distance_classes", "dual_weights", "relaxation_lower_bound",
+           "solve_by_quotients", "solve_finite_lp"]
 
 HIGHS_OPTIONS = SOLVER_OPTIONS["HIGHS"]  # the tolerances every dpopt LP uses (dpopt.solvers)
 
@@ -267,7 +269,7 @@ class DualLP:
     mu_columns: np.ndarray
 
 
-def build_dual_lp(problem: FiniteQuery | DatasetRelaxation) -> DualLP:
+def build_dual_lp(problem: FiniteQuery | ReducedMinimaxLP) -> DualLP:
     """The dual of the finite-universe LP, built from sparse blocks (no loops over entries)."""
     m, k = problem.size
     pairs, bounds = problem.privacy_pairs()
@@ -303,7 +305,7 @@ def build_dual_lp(problem: FiniteQuery | DatasetRelaxation) -> DualLP:
     return DualLP(lp, matrix, rhs, m + np.arange(support.size))
 
 
-def certified_lower_bound(problem: FiniteQuery | DatasetRelaxation, dual: DualLP, columns: np.ndarray) -> float:
+def certified_lower_bound(problem: FiniteQuery | ReducedMinimaxLP, dual: DualLP, columns: np.ndarray) -> float:
     """A lower bound on the optimum from any solver's dual values, made exactly feasible first.
 
     Clip ``mu`` and ``lam`` to >= 0 and scale them so ``sum mu = 1`` (minimax; every row is
@@ -335,7 +337,28 @@ GAP_TO_TIGHTEN = 1e-9
 
 
 @dataclass(frozen=True)
-class DatasetRelaxation:
+class ReducedMinimaxLP:
+    """A minimax LP on fewer rows than the problem's datasets (:class:`DatasetRelaxation`,
+    :class:`DatasetQuotient`): one loss row per LP row, the LP rows in the side
+    information, and privacy pairs between LP rows with their log-bounds. It quacks like a
+    :class:`FiniteQuery` for :func:`build_dual_lp` and :func:`certified_lower_bound`."""
+
+    loss_matrix: np.ndarray
+    side_information: tuple[int, ...]
+    pairs: np.ndarray
+    bounds: np.ndarray
+    objective: ClassVar[str] = "minimax"
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.loss_matrix.shape
+
+    def privacy_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.pairs, self.bounds
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetRelaxation(ReducedMinimaxLP):
     """The minimax LP on a subset S of the datasets: a relaxation, so its optimum is a lower bound.
 
     Restrict any private mechanism of the full problem to the rows of S: the rows still sum
@@ -349,24 +372,9 @@ class DatasetRelaxation:
     dual, this LP's optimum *is* the full optimum (``tests/programs/test_finite_query.py``
     checks both). Pairs with a third member of S on a shortest path between them are left out:
     the two shorter pairs imply them (and leaving out a pair can only weaken a relaxation).
-
-    It quacks like a :class:`FiniteQuery` for :func:`build_dual_lp` and
-    :func:`certified_lower_bound`.
     """
 
-    datasets: np.ndarray
-    loss_matrix: np.ndarray
-    side_information: tuple[int, ...]
-    pairs: np.ndarray
-    bounds: np.ndarray
-    objective: str = "minimax"
-
-    @property
-    def size(self) -> tuple[int, int]:
-        return len(self.datasets), self.loss_matrix.shape[1]
-
-    def privacy_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.pairs, self.bounds
+    datasets: np.ndarray  # indices into the problem's universe, one per LP row
 
     @classmethod
     def of(cls, problem: FiniteQuery, datasets: np.ndarray, path_bounds: np.ndarray | None = None) -> "DatasetRelaxation":
@@ -377,7 +385,7 @@ class DatasetRelaxation:
         a, b = np.nonzero(_not_implied(implied))
         position = {int(d): i for i, d in enumerate(datasets)}
         side = tuple(position[int(d)] for d in problem.side_information if int(d) in position)
-        return cls(datasets, problem.loss_matrix[datasets], side, np.column_stack([a, b]), implied[a, b])
+        return cls(problem.loss_matrix[datasets], side, np.column_stack([a, b]), implied[a, b], datasets=datasets)
 
 
 def _path_bounds(problem: FiniteQuery, datasets: np.ndarray) -> np.ndarray:
@@ -436,8 +444,8 @@ def distance_classes(problem: FiniteQuery, reach: int) -> np.ndarray:
     return np.unique(profile, axis=0, return_inverse=True)[1].ravel()
 
 
-@dataclass(frozen=True)
-class DatasetQuotient:
+@dataclass(frozen=True, kw_only=True)
+class DatasetQuotient(ReducedMinimaxLP):
     """The minimax LP with datasets merged into classes (one row per class): a restriction, so
     its optimum is an upper bound, and its rows lifted to the datasets are a private mechanism.
 
@@ -447,22 +455,10 @@ class DatasetQuotient:
     members share their loss row and side-information membership, the lifted mechanism's
     objective is the quotient's. It is exact when some optimal mechanism is constant on the
     classes; :func:`solve_by_quotients` checks that with a certified lower bound instead of
-    assuming it. It quacks like a :class:`FiniteQuery` for :func:`build_dual_lp`.
+    assuming it.
     """
 
-    classes: np.ndarray
-    loss_matrix: np.ndarray
-    side_information: tuple[int, ...]
-    pairs: np.ndarray
-    bounds: np.ndarray
-    objective: str = "minimax"
-
-    @property
-    def size(self) -> tuple[int, int]:
-        return self.loss_matrix.shape
-
-    def privacy_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.pairs, self.bounds
+    classes: np.ndarray  # each dataset's class: its LP row
 
     def lift(self, rows: np.ndarray) -> np.ndarray:
         """The mechanism on the datasets: each dataset gets its class's row."""
@@ -483,7 +479,7 @@ class DatasetQuotient:
         first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
         representative = np.unique(classes, return_index=True)[1]
         side = tuple(int(c) for c in np.unique(classes[list(problem.side_information)]))
-        return cls(classes, problem.loss_matrix[representative], side, np.column_stack([a[first], b[first]]), w[first])
+        return cls(problem.loss_matrix[representative], side, np.column_stack([a[first], b[first]]), w[first], classes=classes)
 
 
 def solve_by_quotients(problem: FiniteQuery, rows: int, start: float) -> LPResult | None:
@@ -525,7 +521,7 @@ def solve_by_quotients(problem: FiniteQuery, rows: int, start: float) -> LPResul
     return None
 
 
-def dual_weights(problem: FiniteQuery | DatasetQuotient, dual: DualLP, columns: np.ndarray) -> np.ndarray:
+def dual_weights(problem: FiniteQuery | ReducedMinimaxLP, dual: DualLP, columns: np.ndarray) -> np.ndarray:
     """How much each dataset weighs in dual values ``columns``: its |row-sum dual| or minimax
     dual, whichever is larger, both relative to their largest (what :func:`relaxation_lower_bound` ranks by)."""
     m = problem.size[0]
