@@ -91,12 +91,31 @@ def benchmark_problem(n: int, alpha: float, loss: str, side_cut: float = 0.0, si
 
 
 def _rss_bytes() -> int:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    """Resident memory of this process and its child processes (dpopt solves some LPs in children)."""
+    return sum(_statm_rss(pid) for pid in ["self", *_child_pids()])
+
+
+def _statm_rss(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):  # the child has just exited
+        return 0
+
+
+def _child_pids() -> list[str]:
+    pids = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as handle:
+                pids += handle.read().split()
+        except OSError:  # the thread has just exited, or the kernel does not list children
+            pass
+    return pids
 
 
 class _RssPeak(threading.Thread):
-    """Samples the process's resident memory every 10 ms while a measurement runs."""
+    """Samples the resident memory of the process and its children every 10 ms while a measurement runs."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
@@ -130,7 +149,7 @@ def wall_seconds(run: Callable[[], Any]) -> tuple[Any, float]:
 def peak_mib(run: Callable[[], Any]) -> tuple[Any, float]:
     """``(result, peak memory growth in MiB)``: the larger of the tracemalloc peak (Python
     allocations, exact) and the sampled growth of resident memory (includes the solvers'
-    C allocations). Tracing slows Python-heavy code, so it never runs under the clock."""
+    C allocations and child processes). Tracing slows Python-heavy code, so it never runs under the clock."""
     gc.collect()
     sampler = _RssPeak()
     sampler.start()

@@ -178,6 +178,7 @@ from scipy.sparse import csgraph
 
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.problems.finite_query import FiniteQuery
+from dpopt.programs.highs_child import ChildSolve, HighsOutcome, LpArrays, available_cores, solve_here
 from dpopt.solvers import SOLVER_OPTIONS, new_highs
 from dpopt.validation import SolverError, fail
 
@@ -251,7 +252,7 @@ def check_lp_size(problem: FiniteQuery) -> int:
 
 @dataclass(frozen=True)
 class DualLP:
-    """The LP's dual in HiGHS form and how to read it.
+    """The LP's dual as arrays HiGHS reads (:class:`LpArrays`) and how to read its solution.
 
     Columns: ``pi`` (m, free; one per row sum), ``mu`` (minimax: one per dataset of the
     side information, >= 0, summing to 1), ``lam`` (one per privacy row, >= 0). Rows: one
@@ -263,10 +264,18 @@ class DualLP:
     are the mechanism (negated), so solving the dual hands back the primal.
     """
 
-    lp: highspy.HighsLp
-    matrix: sparse.csc_array
+    arrays: LpArrays
     rhs: np.ndarray
     mu_columns: np.ndarray
+
+    @property
+    def matrix(self) -> sparse.csc_array:
+        return self.arrays.matrix
+
+    @property
+    def lp(self) -> highspy.HighsLp:
+        """The dual as a ``highspy.HighsLp`` (built anew on each call)."""
+        return self.arrays.highs_lp()
 
 
 def build_dual_lp(problem: FiniteQuery | ReducedMinimaxLP) -> DualLP:
@@ -290,19 +299,15 @@ def build_dual_lp(problem: FiniteQuery | ReducedMinimaxLP) -> DualLP:
     n_rows, n_cols = m * k + (1 if minimax else 0), m + support.size + count * k
     matrix = sparse.csc_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_rows, n_cols))
     rhs = np.zeros((m, k)) if minimax else problem.weights[:, None] * loss
-    inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n_cols, n_rows
-    lp.col_cost_ = np.r_[-np.ones(m), np.zeros(n_cols - m)]  # HiGHS minimises: -sum pi
-    lp.col_lower_ = np.r_[np.full(m, -inf), np.zeros(n_cols - m)]
-    lp.col_upper_ = np.full(n_cols, inf)
-    lp.row_lower_ = np.r_[np.full(m * k, -inf), np.ones(n_rows - m * k)]
-    lp.row_upper_ = np.r_[rhs.ravel(), np.ones(n_rows - m * k)]
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = matrix.indptr
-    lp.a_matrix_.index_ = matrix.indices
-    lp.a_matrix_.value_ = matrix.data
-    return DualLP(lp, matrix, rhs, m + np.arange(support.size))
+    arrays = LpArrays(
+        matrix,
+        cost=np.r_[-np.ones(m), np.zeros(n_cols - m)],  # HiGHS minimises: -sum pi
+        col_lower=np.r_[np.full(m, -np.inf), np.zeros(n_cols - m)],
+        col_upper=np.full(n_cols, np.inf),
+        row_lower=np.r_[np.full(m * k, -np.inf), np.ones(n_rows - m * k)],
+        row_upper=np.r_[rhs.ravel(), np.ones(n_rows - m * k)],
+    )
+    return DualLP(arrays, rhs, m + np.arange(support.size))
 
 
 def certified_lower_bound(problem: FiniteQuery | ReducedMinimaxLP, dual: DualLP, columns: np.ndarray) -> float:
@@ -490,35 +495,80 @@ def solve_by_quotients(problem: FiniteQuery, rows: int, start: float) -> LPResul
     to the datasets where the quotient's duals weigh (:func:`relaxation_lower_bound`, each
     dataset weighing as its class). Returns ``None`` (the caller solves the full LP) when no
     reach is certified close enough, when the quotient is not at most half the full LP, or when
-    its duals weigh on more than :data:`QUOTIENT_SUPPORT` datasets. On the 1044 graphs
-    (2 cores, ``benchmarks/finite_query.py``) reach 2 (286 classes, 84,404 privacy rows) is
-    kept at epsilon = 0.5 (11 s in all) and reach 4 (437 classes) at 1 and 2 (54 and 61 s in
-    all, reach 2 tried first), against 324, 201 and 170 s for the full LP in the same process;
-    at epsilon = 4 reach 2's duals weigh on 336 datasets and the full LP is solved.
+    its duals weigh on more than :data:`QUOTIENT_SUPPORT` datasets. The quotients do not depend
+    on each other, so with two or more cores they are solved at once, each in a child process
+    (:func:`_quotient_solves`), and read in order of reach: the answer is the one a solve
+    after another would give, sooner. On the 1044 graphs (2 cores,
+    ``benchmarks/finite_query.py``) reach 2 (286 classes, 84,404 privacy rows) is kept at
+    epsilon = 0.5 and reach 4 (437 classes) at 1 and 2; at epsilon = 4 reach 2's duals weigh
+    on 336 datasets and the full LP is solved.
     """
+    quotients = []
     for reach in QUOTIENT_REACHES:
         quotient = DatasetQuotient.of(problem, distance_classes(problem, reach))
-        q, k = quotient.size
-        quotient_rows = len(quotient.pairs) * k
-        if 2 * quotient_rows > rows:
-            return None
-        dual = build_dual_lp(quotient)
-        h = _interior_point(dual, crossover=quotient_rows <= CROSSOVER_ROWS)
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            return None
-        solution = h.getSolution()
-        mechanism = quotient.lift(-np.asarray(solution.row_dual)[: q * k].reshape(q, k))
-        objective = max(-float(h.getInfo().objective_function_value), problem.objective_of(mechanism))
-        weight = quotient.lift(dual_weights(quotient, dual, np.asarray(solution.col_value)))
-        if (weight > RELAXATION_SUPPORT).sum() > QUOTIENT_SUPPORT:
-            return None
-        bound, datasets = relaxation_lower_bound(problem, weight)
-        gap = (objective - bound) / max(abs(objective), 1e-300)
-        if gap <= QUOTIENT_GAP:
-            return LPResult(mechanism, objective, bound, rows, time.perf_counter() - start, datasets, q)
-        if gap > QUOTIENT_HOPELESS:
-            return None
-    return None
+        if 2 * len(quotient.pairs) * quotient.size[1] > rows:
+            break
+        quotients.append(quotient)
+    duals = [build_dual_lp(quotient) for quotient in quotients]
+    solves = _quotient_solves(duals, [len(q.pairs) * q.size[1] <= CROSSOVER_ROWS for q in quotients])
+    try:
+        for quotient, dual, solve in zip(quotients, duals, solves):
+            outcome = solve()
+            if outcome is None or not outcome.optimal:
+                return None
+            q, k = quotient.size
+            mechanism = quotient.lift(-outcome.row_dual[: q * k].reshape(q, k))
+            objective = max(-outcome.objective, problem.objective_of(mechanism))
+            weight = quotient.lift(dual_weights(quotient, dual, outcome.col_value))
+            if (weight > RELAXATION_SUPPORT).sum() > QUOTIENT_SUPPORT:
+                return None
+            bound, datasets = relaxation_lower_bound(problem, weight)
+            gap = (objective - bound) / max(abs(objective), 1e-300)
+            if gap <= QUOTIENT_GAP:
+                return LPResult(mechanism, objective, bound, rows, time.perf_counter() - start, datasets, q)
+            if gap > QUOTIENT_HOPELESS:
+                return None
+        return None
+    finally:
+        for solve in solves:
+            solve.cancel()
+
+
+#: Solve the quotients in child processes (one per quotient, when there are two or more
+#: quotients and cores): the 1044 graphs at epsilon = 1 and 2, where reach 4 is kept, take
+#: the time of reach 4 instead of reach 2 plus reach 4. ``False`` solves them one after
+#: another in this process.
+QUOTIENT_CHILDREN = True
+
+
+class _QuotientSolve:
+    """A quotient's dual being solved: call it for the :class:`HighsOutcome` (``None`` if the
+    solve failed), :meth:`cancel` it when its answer is no longer needed."""
+
+    def __init__(self, dual: DualLP, crossover: bool, child: bool) -> None:
+        self._dual, self._options = dual, _interior_point_options(crossover)
+        self._child = ChildSolve(dual.arrays, self._options) if child else None
+        self._cancelled = False
+
+    def __call__(self) -> HighsOutcome | None:
+        if self._child is not None:
+            outcome = self._child.result()
+            if outcome is not None:
+                return outcome
+        # no child, or it failed (killed, out of memory): solve here
+        return None if self._cancelled else solve_here(self._dual.arrays, self._options)
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        if self._child is not None:
+            self._child.cancel()
+
+
+def _quotient_solves(duals: list[DualLP], crossover: list[bool]) -> list[_QuotientSolve]:
+    """Start the solves of ``duals``: in child processes when :data:`QUOTIENT_CHILDREN` is set and
+    there are at least two duals and two cores, else lazily, in this process, when called."""
+    child = QUOTIENT_CHILDREN and len(duals) > 1 and available_cores() > 1
+    return [_QuotientSolve(dual, x, child) for dual, x in zip(duals, crossover)]
 
 
 def dual_weights(problem: FiniteQuery | ReducedMinimaxLP, dual: DualLP, columns: np.ndarray) -> np.ndarray:
@@ -564,9 +614,14 @@ def relaxation_lower_bound(problem: FiniteQuery, weight: np.ndarray,
     return certified_lower_bound(relaxation, sub, np.asarray(h.getSolution().col_value)), count
 
 
+def _interior_point_options(crossover: bool) -> dict[str, object]:
+    """HiGHS's interior point with dpopt's tolerances, followed by crossover or not."""
+    return {**HIGHS_OPTIONS, "solver": "ipm", "run_crossover": "on" if crossover else "off"}
+
+
 def _interior_point(dual: DualLP, *, crossover: bool) -> highspy.Highs:
-    """HiGHS's interior point (with dpopt's tolerances) run on ``dual``; the caller reads the status."""
-    h = new_highs({**HIGHS_OPTIONS, "solver": "ipm", "run_crossover": "on" if crossover else "off"})
+    """HiGHS's interior point (:func:`_interior_point_options`) run on ``dual``; the caller reads the status."""
+    h = new_highs(_interior_point_options(crossover))
     h.passModel(dual.lp)
     h.run()
     return h

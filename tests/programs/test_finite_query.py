@@ -19,6 +19,7 @@ from scipy.optimize import linprog, nnls
 
 import dpopt
 from dpopt.programs import finite_query
+from dpopt.programs.highs_child import ChildSolve
 from dpopt.programs.finite_query import (DatasetQuotient, DatasetRelaxation, DualLP, build_dual_lp, certified_lower_bound,
                                          distance_classes, dual_weights, relaxation_lower_bound)
 from dpopt.solvers import SOLVER_OPTIONS, new_highs
@@ -238,3 +239,22 @@ def test_lp_falls_back_to_the_full_lp_when_no_quotient_is_certified(monkeypatch)
     assert solution.certificate.ok and solution.details["quotient_classes"] == 0
     assert solution.objective == direct.objective and solution.details["lower_bound"] == direct.details["lower_bound"]
     assert solution.details["optimality_gap"] < 1e-7
+
+
+def test_quotients_solved_in_child_processes_give_what_one_after_another_gives(monkeypatch):
+    """6 nodes, eps = 1, quotients tried at any size: reach 2 and 4 start in two children, reach 2 is
+    kept and the child solving reach 4 is killed; the answer is the same bits as solving the
+    quotients one after another in this process. (When neither is kept, the test above shows the
+    full LP's answer unchanged.)"""
+    problem = dpopt.FiniteQuery(universe=graph_atlas(6, "triangles"), epsilon=1.0)
+    monkeypatch.setattr(finite_query, "QUOTIENT_ROWS", 0)
+    started = []
+    monkeypatch.setattr(finite_query, "ChildSolve", lambda *a: started.append(1) or ChildSolve(*a))
+    in_children = dpopt.solve(problem, "lp")
+    assert len(started) == 2
+    monkeypatch.setattr(finite_query, "QUOTIENT_CHILDREN", False)
+    in_turn = dpopt.solve(problem, "lp")
+    assert len(started) == 2
+    assert in_children.details["quotient_classes"] == in_turn.details["quotient_classes"] == 68
+    np.testing.assert_array_equal(in_children.mechanism.to_numpy(), in_turn.mechanism.to_numpy())
+    assert in_children.details["lower_bound"] == in_turn.details["lower_bound"]
