@@ -2,7 +2,8 @@
 
     python benchmarks/finite_query.py [--nodes 4 5 6] [--epsilons 0.5 1 2 4] [--baseline-timeout 300]
                                       [--atlas7-epsilons 0.5 1 2 4] [--atlas7-baseline-timeout 900]
-                                      [--atlas7-without-quotients] [--random-ipx-seconds 0] [--parts 1 2 3]
+                                      [--atlas7-without-quotients] [--atlas7-in-turn]
+                                      [--random-ipx-seconds 0] [--parts 1 2 3]
 
 Prints three tables:
 
@@ -17,8 +18,10 @@ Prints three tables:
    the mechanism came from the LP on that many classes of datasets, ``solve_by_quotients``),
    the baseline at the first epsilon under a time limit, with ``--atlas7-without-quotients``
    the same ``lp`` with quotients switched off (the full LP through its dual, in the same
-   process: ``full_seconds``), and every construction's seconds, minimax objective and
-   price (objective over the LP optimum; goal: <= 1 s each).
+   process: ``full_seconds``), with ``--atlas7-in-turn`` the same ``lp`` with its quotients
+   solved one after another in this process instead of at once in child processes
+   (``in_turn_seconds``; ``in_turn_same_bits``: the same mechanism), and every construction's
+   seconds, minimax objective and price (objective over the LP optimum; goal: <= 1 s each).
 3. A random universe with m = 5000 datasets, |R| = 50 outputs and average degree 10
    (``lp`` refuses it; with ``--random-ipx-seconds S`` its dual LP is handed to HiGHS's
    interior point for S seconds anyway, to show how far the route is from the goal).
@@ -89,22 +92,27 @@ def constructions_table(problem: dpopt.FiniteQuery) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("method")
 
 
-def without_quotients(problem: dpopt.FiniteQuery) -> tuple[dpopt.Solution, float, float]:
-    """``lp`` with :func:`~dpopt.programs.finite_query.solve_by_quotients` switched off: the full LP."""
-    saved = finite_query.QUOTIENT_ROWS
-    finite_query.QUOTIENT_ROWS = MAX_PRIVACY_ROWS
+def lp_with(problem: dpopt.FiniteQuery, **settings: object) -> tuple[dpopt.Solution, float, float]:
+    """``lp`` measured with module constants of :mod:`dpopt.programs.finite_query` set to ``settings``
+    (restored afterwards): ``QUOTIENT_ROWS=MAX_PRIVACY_ROWS`` switches quotients off (the full LP),
+    ``QUOTIENT_CHILDREN=False`` solves the quotients one after another in this process."""
+    saved = {name: getattr(finite_query, name) for name in settings}
+    for name, value in settings.items():
+        setattr(finite_query, name, value)
     try:
         return measure(lambda: dpopt.solve(problem, "lp"))
     finally:
-        finite_query.QUOTIENT_ROWS = saved
+        for name, value in saved.items():
+            setattr(finite_query, name, value)
 
 
-def atlas7_table(epsilons: list[float], timeout: float, compare: bool) -> pd.DataFrame:
+def atlas7_table(epsilons: list[float], timeout: float, compare: bool, in_turn: bool) -> pd.DataFrame:
     rows = []
     for position, epsilon in enumerate(epsilons):
         problem = atlas_problem(7, epsilon)
         solution, seconds, peak = measure(lambda: dpopt.solve(problem, "lp"))
-        full = without_quotients(problem) if compare else None
+        turn = lp_with(problem, QUOTIENT_CHILDREN=False) if in_turn else None
+        full = lp_with(problem, QUOTIENT_ROWS=MAX_PRIVACY_ROWS) if compare else None
         baseline = run_with_timeout(_baseline_child, (7, epsilon), timeout) if position == 0 else None
         b_seconds = baseline[0][1] if baseline else (f"> {timeout:.0f}" if position == 0 else "not run")
         rows.append({
@@ -112,6 +120,9 @@ def atlas7_table(epsilons: list[float], timeout: float, compare: bool) -> pd.Dat
             "certified_lower_bound": solution.details["lower_bound"], "optimality_gap": solution.details["optimality_gap"],
             "bound_datasets": solution.details["lower_bound_datasets"], "quotient_classes": solution.details["quotient_classes"],
             "certificate_ok": solution.certificate.ok,
+            **({"in_turn_seconds": turn[1], "in_turn_peak_MiB": turn[2],
+                "in_turn_same_bits": bool(np.array_equal(turn[0].mechanism.to_numpy(), solution.mechanism.to_numpy()))}
+               if turn else {}),
             **({"full_seconds": full[1], "full_peak_MiB": full[2], "full_objective": full[0].objective,
                 "full_optimality_gap": full[0].details["optimality_gap"]} if full else {}),
             "baseline_seconds": b_seconds,
@@ -154,6 +165,8 @@ def main() -> None:
     parser.add_argument("--atlas7-baseline-timeout", type=float, default=900.0)
     parser.add_argument("--atlas7-without-quotients", action="store_true",
                         help="also solve each 1044-graph LP with quotients switched off (the full LP)")
+    parser.add_argument("--atlas7-in-turn", action="store_true",
+                        help="also solve each 1044-graph LP with its quotients solved one after another in this process")
     parser.add_argument("--parts", type=int, nargs="+", choices=[1, 2, 3], default=[1, 2, 3], help="which tables to print")
     parser.add_argument("--random-ipx-seconds", type=float, default=0.0,
                         help="also run the interior point on the random universe's LP for this long")
@@ -174,7 +187,8 @@ def atlas7(args: argparse.Namespace) -> None:
     rows = len(atlas.privacy_pairs()[0]) * atlas.size[1]
     print(f"\n2. The 1044 seven-node graphs: LP of {atlas.size[0] * atlas.size[1]:,} variables and {rows:,} privacy rows "
           f"(the lp route takes <= {MAX_PRIVACY_ROWS:,}); baseline at the first epsilon only:")
-    table = atlas7_table(args.atlas7_epsilons, args.atlas7_baseline_timeout, args.atlas7_without_quotients)
+    table = atlas7_table(args.atlas7_epsilons, args.atlas7_baseline_timeout, args.atlas7_without_quotients,
+                         args.atlas7_in_turn)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     constructions = constructions_table(atlas)
     optimum = table.set_index("epsilon")["objective"].get(1.0, np.nan)

@@ -48,8 +48,11 @@ is a certified lower bound; the quotient is kept when they meet within :data:`QU
 and otherwise the full LP is solved. It works because the optimum needs few datasets
 (its dual's support) and a mechanism has to tell apart only what they see; colour
 refinement, which found no equitable partition, asks for more: equal rows at *every*
-optimum. See :data:`QUOTIENT_REACHES` for which reach is exact where. The issue's goal
-of <= 10 s for the 1044 graphs is still not met (see ``benchmarks/finite_query.py``).
+optimum. See :data:`QUOTIENT_REACHES` for which reach is exact where. Since session 17 the
+quotients are solved at once, each in a child process (:mod:`dpopt.programs.highs_child`;
+HiGHS's interior point uses one core), and read in order of reach, so the answer is the
+one a solve after another would give. The issue's goal of <= 10 s for the 1044 graphs is
+still not met (see ``benchmarks/finite_query.py``).
 
 **Also tried (2026-11-24), and why none is used.**
 
@@ -156,6 +159,19 @@ of <= 10 s for the 1044 graphs is still not met (see ``benchmarks/finite_query.p
   datasets and the relaxation, shrunk to about 200 of them, certifies it only within 3e-6
   after three rounds and five minutes: there the lower bound, not the mechanism, is what
   is missing.
+* *Quotients by distance to the relaxation's datasets* (session 17; 1044 graphs, epsilon = 1,
+  the 33 datasets where reach 4's duals weigh, whose relaxation is exact): classes by value
+  and capped hop distance to the members of S with each value, S as singletons. Cap 1, 2, 3:
+  55, 100, 186 classes, 5%, 0.3%, 2.6e-4 above the optimum; uncapped: exact, but 523 classes
+  (61 s). Reach 2's 286 classes see more with fewer.
+* *Quotients on random universes* (session 17; the benchmark's generator at m = 1000, |R| =
+  50, degree 10, epsilon = 1: diameter 5, every reach-2 distance profile unique). One class
+  per value (50 classes; every two values are neighbours somewhere, so every two rows are
+  within e^eps): 15.4915, and the relaxation to 46 datasets proves the optimum >= 15.4288,
+  so this near-trivial mechanism is within 0.41%. Value with the smallest and largest
+  neighbouring value (900 classes): 15.4722 in 824 s. Value classes with the relaxation's
+  datasets as singletons, round by round: 15.4818, 15.4807, 15.4792 (88, 125, 155 classes),
+  while the certified bound moves between 15.398 and 15.418: neither closes the gap to 1e-7.
 * *The relaxation to a few datasets as a route of its own* (session 15). Its optimum is the
   full optimum once the subset holds an optimal dual's support, which is small on the
   atlas (a vertex of the 6-node dual: 20 of 156 datasets, 0.04 s), but a mechanism for all
@@ -536,8 +552,10 @@ def solve_by_quotients(problem: FiniteQuery, rows: int, start: float) -> LPResul
 
 #: Solve the quotients in child processes (one per quotient, when there are two or more
 #: quotients and cores): the 1044 graphs at epsilon = 1 and 2, where reach 4 is kept, take
-#: the time of reach 4 instead of reach 2 plus reach 4. ``False`` solves them one after
-#: another in this process.
+#: the time of reach 4 instead of reach 2 plus reach 4 (35 and 41 s against 49 and 63 s in
+#: turn; 2 cores, ``benchmarks/finite_query.py --atlas7-in-turn``), for two interpreters'
+#: memory (peaks of about 300 MiB against 26). ``False`` solves them one after another in
+#: this process.
 QUOTIENT_CHILDREN = True
 
 
