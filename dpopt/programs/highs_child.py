@@ -17,7 +17,8 @@ given, and writes its solution on stdout; HiGHS's own C-level output goes to std
 parent can kill a child whose answer it no longer needs (:meth:`ChildSolve.cancel`). Any
 failure of a child (it died, or wrote something unreadable) reads as ``None``, and callers
 fall back to solving in their own process; a child's solution is the same bits as a solve in
-the parent (``tests/programs/test_highs_child.py``).
+the parent (``tests/programs/test_highs_child.py``). What a child returns is read as any
+solver's answer is: the mechanism made from it is repaired and certified before it is used.
 """
 
 from __future__ import annotations
@@ -130,11 +131,15 @@ class ChildSolve:
     """One LP solved by HiGHS in a child process, started at once; :meth:`result` waits for it."""
 
     def __init__(self, lp: LpArrays, options: dict[str, Any]) -> None:
-        self._process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._output: tuple[bytes, bytes] | None = None
+        try:
+            self._process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError:  # no interpreter to run (a frozen application), no processes left: reads as None
+            self._process = None
         self._talker = threading.Thread(target=self._talk, args=(lp.to_npz(options),), daemon=True)
-        self._talker.start()
+        if self._process is not None:
+            self._talker.start()
 
     def _talk(self, payload: bytes) -> None:
         try:
@@ -144,6 +149,8 @@ class ChildSolve:
 
     def result(self) -> HighsOutcome | None:
         """The child's solution, or ``None`` if it failed or was cancelled."""
+        if self._process is None:
+            return None
         self._talker.join()
         if self._output is None or self._process.returncode != 0:
             return None
@@ -154,6 +161,8 @@ class ChildSolve:
 
     def cancel(self) -> None:
         """Kill the child if it is still running (its :meth:`result` is then ``None``)."""
+        if self._process is None:
+            return
         if self._process.poll() is None:
             self._process.kill()
         self._talker.join()

@@ -64,9 +64,12 @@ def test_a_cancelled_child_is_killed_and_reads_as_none(atlas_dual):
     assert child.result() is None
 
 
-def test_a_child_that_cannot_run_reads_as_none(monkeypatch, atlas_dual):
-    monkeypatch.setattr(highs_child.sys, "executable", "false")  # exits 1 at once
-    assert ChildSolve(atlas_dual, {}).result() is None
+@pytest.mark.parametrize("executable", ["false", "/nonexistent/python"])  # exits 1 at once; cannot start
+def test_a_child_that_cannot_run_reads_as_none(monkeypatch, atlas_dual, executable):
+    monkeypatch.setattr(highs_child.sys, "executable", executable)
+    child = ChildSolve(atlas_dual, {})
+    assert child.result() is None
+    child.cancel()  # harmless after the fact
 
 
 def test_a_child_that_writes_nonsense_reads_as_none(monkeypatch, atlas_dual):
