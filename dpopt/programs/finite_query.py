@@ -195,7 +195,7 @@ from scipy.sparse import csgraph
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.problems.finite_query import FiniteQuery
 from dpopt.programs.highs_child import ChildSolve, HighsOutcome, LpArrays, available_cores, solve_here
-from dpopt.solvers import SOLVER_OPTIONS, new_highs
+from dpopt.solvers import SOLVER_OPTIONS
 from dpopt.validation import SolverError, fail
 
 __all__ = ["DatasetQuotient", "DatasetRelaxation", "FiniteProgram", "LPResult", "MAX_PRIVACY_ROWS", "ReducedMinimaxLP",
@@ -626,23 +626,15 @@ def relaxation_lower_bound(problem: FiniteQuery, weight: np.ndarray,
     if not relaxation.side_information:
         return -np.inf, 0
     sub = build_dual_lp(relaxation)
-    h = _interior_point(sub, crossover=True)
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    outcome = solve_here(sub.arrays, _interior_point_options(crossover=True))
+    if not outcome.optimal:
         return -np.inf, 0
-    return certified_lower_bound(relaxation, sub, np.asarray(h.getSolution().col_value)), count
+    return certified_lower_bound(relaxation, sub, outcome.col_value), count
 
 
 def _interior_point_options(crossover: bool) -> dict[str, object]:
     """HiGHS's interior point with dpopt's tolerances, followed by crossover or not."""
     return {**HIGHS_OPTIONS, "solver": "ipm", "run_crossover": "on" if crossover else "off"}
-
-
-def _interior_point(dual: DualLP, *, crossover: bool) -> highspy.Highs:
-    """HiGHS's interior point (:func:`_interior_point_options`) run on ``dual``; the caller reads the status."""
-    h = new_highs(_interior_point_options(crossover))
-    h.passModel(dual.lp)
-    h.run()
-    return h
 
 
 def solve_finite_lp(problem: FiniteQuery) -> LPResult:
@@ -665,19 +657,15 @@ def solve_finite_lp(problem: FiniteQuery) -> LPResult:
             return merged
     m, k = problem.size
     dual = build_dual_lp(problem)
-    h = _interior_point(dual, crossover=rows <= CROSSOVER_ROWS)
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        h.clearSolver()  # a cold retry by the dual simplex
-        h.setOptionValue("solver", "simplex")
-        h.run()
-        status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise SolverError("HIGHS", h.modelStatusToString(status), "(finite_query lp, through its dual)")
-    solution = h.getSolution()
-    values = -np.asarray(solution.row_dual)[: m * k].reshape(m, k)
-    columns = np.asarray(solution.col_value)
-    objective = -float(h.getInfo().objective_function_value)
+    options = _interior_point_options(crossover=rows <= CROSSOVER_ROWS)
+    outcome = solve_here(dual.arrays, options)
+    if not outcome.optimal:  # a cold retry by the dual simplex
+        outcome = solve_here(dual.arrays, {**options, "solver": "simplex"})
+    if not outcome.optimal:
+        raise SolverError("HIGHS", outcome.status, "(finite_query lp, through its dual)")
+    values = -outcome.row_dual[: m * k].reshape(m, k)
+    columns = outcome.col_value
+    objective = -outcome.objective
     bound, datasets = certified_lower_bound(problem, dual, columns), 0
     if problem.objective == "minimax" and objective - bound > GAP_TO_TIGHTEN * max(abs(objective), 1e-300):
         relaxed, size = relaxation_lower_bound(problem, dual_weights(problem, dual, columns))
