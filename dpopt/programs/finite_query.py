@@ -377,6 +377,11 @@ class ReducedMinimaxLP:
     def privacy_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         return self.pairs, self.bounds
 
+    @property
+    def privacy_rows(self) -> int:
+        """Privacy rows of this LP: pairs x outputs (what :data:`CROSSOVER_ROWS` is measured in)."""
+        return len(self.pairs) * self.size[1]
+
 
 @dataclass(frozen=True, kw_only=True)
 class DatasetRelaxation(ReducedMinimaxLP):
@@ -522,11 +527,11 @@ def solve_by_quotients(problem: FiniteQuery, rows: int, start: float) -> LPResul
     quotients = []
     for reach in QUOTIENT_REACHES:
         quotient = DatasetQuotient.of(problem, distance_classes(problem, reach))
-        if 2 * len(quotient.pairs) * quotient.size[1] > rows:
+        if 2 * quotient.privacy_rows > rows:
             break
         quotients.append(quotient)
     duals = [build_dual_lp(quotient) for quotient in quotients]
-    solves = _quotient_solves(duals, [len(q.pairs) * q.size[1] <= CROSSOVER_ROWS for q in quotients])
+    solves = _quotient_solves(duals, [q.privacy_rows <= CROSSOVER_ROWS for q in quotients])
     try:
         for quotient, dual, solve in zip(quotients, duals, solves):
             outcome = solve()
@@ -618,7 +623,7 @@ def relaxation_lower_bound(problem: FiniteQuery, weight: np.ndarray,
     chosen = np.sort(ranked[:count])
     path_bounds = _path_bounds(problem, chosen)  # smaller subsets read theirs from it
     relaxation = DatasetRelaxation.of(problem, chosen, path_bounds)
-    while count > 1 and len(relaxation.pairs) * relaxation.size[1] > CROSSOVER_ROWS:
+    while count > 1 and relaxation.privacy_rows > CROSSOVER_ROWS:
         count = int(count * 0.8)
         subset = np.sort(ranked[:count])
         at = np.searchsorted(chosen, subset)
