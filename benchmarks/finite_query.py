@@ -24,7 +24,10 @@ Prints three tables:
    seconds, minimax objective and price (objective over the LP optimum; goal: <= 1 s each).
 3. A random universe with m = 5000 datasets, |R| = 50 outputs and average degree 10
    (``lp`` refuses it; with ``--random-ipx-seconds S`` its dual LP is handed to HiGHS's
-   interior point for S seconds anyway, to show how far the route is from the goal).
+   interior point for S seconds anyway, to show how far the route is from the goal), every
+   construction on it (seconds and peak memory), and Theorem 3's index rule against the
+   definition's m x m x |R| array (what made every construction refuse m = 5000 until
+   session 18) on random universes of 500, 1000 and 5000 datasets.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import pandas as pd
 from count_query import measure, run_with_timeout  # same folder: one way to measure and time out
 
 import dpopt
+from dpopt.mechanisms import set_sequences
 from dpopt.programs import finite_query
 from dpopt.programs.finite_query import HIGHS_OPTIONS, MAX_PRIVACY_ROWS, build_dual_lp, build_finite_program
 from dpopt.solvers import new_highs
@@ -84,12 +88,37 @@ def constructions_table(problem: dpopt.FiniteQuery) -> pd.DataFrame:
     for method in dpopt.methods_for(problem):
         if method.name == "lp":
             continue
-        start = time.perf_counter()
-        solution = dpopt.solve(problem, method.name)
-        rows.append({"method": method.name, "seconds": time.perf_counter() - start, "objective": solution.objective,
+        solution, seconds, peak = measure(lambda: dpopt.solve(problem, method.name))
+        rows.append({"method": method.name, "seconds": seconds, "peak_MiB": peak, "objective": solution.objective,
                      "parameter": solution.details["parameter"], "measured_loss": solution.certificate.max_privacy_loss,
                      "certificate_ok": solution.certificate.ok})
     return pd.DataFrame(rows).set_index("method")
+
+
+def index_by_definition(hops: np.ndarray, values: np.ndarray, outputs: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Theorem 3's index as the definition reads (and as dpopt computed it until session 18):
+    an (x, y, r) array minimised over y. The baseline for ``set_sequences.compositional_index``."""
+    reach = np.abs(values[:, None] - outputs[None, :]) <= delta[:, None] + 1e-12
+    return np.where(reach[None, :, :], hops[:, :, None], set_sequences.UNREACHABLE).min(axis=1)
+
+
+def index_table(sizes: list[int]) -> pd.DataFrame:
+    """Theorem 3's index (delta = 1) on random universes: by value-and-radius groups against the definition's array."""
+    rows = []
+    for m in sizes:
+        problem = dpopt.FiniteQuery(universe=random_universe(m, 10, 50), epsilon=1.0, outputs=list(range(50)), delta=1.0)
+        u = problem.universe
+        args = (u.hops, u.values, problem.outputs, problem.delta)
+        grouped, seconds, peak = measure(lambda: set_sequences.compositional_index(*args))
+        row = {"datasets": m, "seconds": seconds, "peak_MiB": peak}
+        if 8.0 * m * m * 50 <= 2**31:  # the definition's array: 10 GB at m = 5000
+            literal, b_seconds, b_peak = measure(lambda: index_by_definition(*args))
+            row.update({"definition_seconds": b_seconds, "definition_peak_MiB": b_peak, "same": bool(np.array_equal(grouped, literal)),
+                        "time_ratio": b_seconds / seconds, "memory_ratio": b_peak / max(peak, 1e-3)})
+        else:
+            row.update({"definition_seconds": "not run", "definition_peak_MiB": f"needs {8.0 * m * m * 50 / 2**30:.0f} GiB"})
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def lp_with(problem: dpopt.FiniteQuery, **settings: object) -> tuple[dpopt.Solution, float, float]:
@@ -207,6 +236,10 @@ def random_part(args: argparse.Namespace) -> None:
           f"{len(universe.neighbours):,} neighbouring pairs, {rows:,} privacy rows: lp refused (limit {MAX_PRIVACY_ROWS:,}).")
     if args.random_ipx_seconds > 0:
         print(f"   Bypassing the limit: {interior_point_for(problem, args.random_ipx_seconds)}")
+    print("Constructions at epsilon = 1, calibrated to a measured loss of epsilon (no LP optimum to price them against):")
+    print(constructions_table(problem).to_string(float_format=lambda v: f"{v:.4g}"))
+    print("Theorem 3's index (delta = 1) by value-and-radius groups against the definition's (x, y, r) array:")
+    print(index_table([500, 1000, 5000]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
 
 
 if __name__ == "__main__":

@@ -71,10 +71,23 @@ def staircase_index(values: np.ndarray, outputs: np.ndarray, sensitivity: float,
 
 
 def compositional_index(hops: np.ndarray, values: np.ndarray, outputs: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """Theorem 3 (ball-corrected): the hop distance from x to the nearest y with |f(y) - r| <= delta^y."""
-    reach = np.abs(values[:, None] - outputs[None, :]) <= delta[:, None] + 1e-12  # y -> r in R_0^y
-    masked = np.where(reach[None, :, :], hops[:, :, None], UNREACHABLE)  # (x, y, r)
-    return masked.min(axis=1)
+    """Theorem 3 (ball-corrected): the hop distance from x to the nearest y with |f(y) - r| <= delta^y.
+
+    Datasets y with the same value and radius reach the same outputs, so the distance is
+    taken to each such group once (``near``: m x groups) and then minimised over the groups
+    that reach r: O(m^2 + m groups |R|) time and O(m (groups + |R|)) memory, never the
+    m x m x |R| array the definition suggests (10 GB at m = 5000, |R| = 50).
+    """
+    groups, group_of = np.unique(np.column_stack([values, delta]), axis=0, return_inverse=True)
+    group_of = group_of.ravel()
+    near = np.full((hops.shape[0], len(groups)), UNREACHABLE, dtype=np.int64)
+    for g in range(len(groups)):
+        near[:, g] = hops[:, group_of == g].min(axis=1)
+    reach = np.abs(groups[:, :1] - outputs[None, :]) <= groups[:, 1:] + 1e-12  # group -> r in R_0^y
+    index = np.full((hops.shape[0], outputs.size), UNREACHABLE, dtype=np.int64)
+    for g in range(len(groups)):
+        np.minimum(index, np.where(reach[g], near[:, g, None], UNREACHABLE), out=index)
+    return index
 
 
 def privacy_first_index(hops: np.ndarray, values: np.ndarray, outputs: np.ndarray) -> np.ndarray:
@@ -102,8 +115,9 @@ def utility_first_index(hops: np.ndarray, values: np.ndarray, outputs: np.ndarra
             if w_value in output_of:
                 near[u, output_of[w_value]] = True
     steps = staircase_index(values, distinct, sensitivity)  # s(x, u)
-    masked = np.where(near[None, :, :], steps[:, :, None], UNREACHABLE)  # (x, u, r)
-    index = masked.min(axis=1)
+    index = np.full((values.size, r_count), UNREACHABLE, dtype=np.int64)
+    for u in range(u_count):  # min over u, one value at a time: no (x, u, r) array
+        np.minimum(index, np.where(near[u], steps[:, u, None], UNREACHABLE), out=index)
     # outputs outside every T_0 (not values of f) keep their staircase index: the partition covers R
     return np.where(index >= UNREACHABLE, staircase_index(values, outputs, sensitivity), index)
 
@@ -113,12 +127,11 @@ def ladder_index(values: np.ndarray, outputs: np.ndarray, neighbours: np.ndarray
     ladders = ladders_from_universe(values.astype(np.int64).tolist(), neighbours).astype(float)
     last = ladders[:, -1:]
     gap = np.abs(values[:, None] - outputs[None, :])
-    reach = np.cumsum(ladders, axis=1)  # L_0 .. L_D
-    within = (gap[:, :, None] <= reach[:, None, :] + 1e-12)
-    first = np.where(within.any(axis=2), within.argmax(axis=2), -1)
+    reach = np.cumsum(ladders, axis=1)  # L_0 .. L_D, non-decreasing: the first rung is a binary search
+    first = np.stack([np.searchsorted(row, g - 1e-12, side="left") for row, g in zip(reach, gap)])
     # beyond the ladder's end the last rung width repeats for ever
     beyond = np.ceil((gap - reach[:, -1:]) / np.maximum(last, 1e-300) - 1e-12).astype(np.int64) + reach.shape[1] - 1
-    return np.where(first >= 0, first, beyond).astype(np.int64)
+    return np.where(first < reach.shape[1], first, beyond).astype(np.int64)
 
 
 def index_mechanism(index: np.ndarray, eps: float, *, penalty: np.ndarray | None = None) -> np.ndarray:

@@ -7,6 +7,8 @@ every returned matrix; the constructions' index rules against Lemmas 1-2.
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 import dpopt
 from dpopt.export import read_solution
 from dpopt.mechanisms import set_sequences as seq
+from dpopt.mechanisms.ladder import ladders_from_universe
 from dpopt.methods.finite_query import certify_finite
 from dpopt.universes import Universe
 
@@ -80,6 +83,30 @@ def test_lemmas_1_and_2_indices_partition_and_neighbours_differ_by_at_most_one(u
     rows = np.arange(problem.universe.size)
     columns = np.searchsorted(problem.outputs, problem.universe.values)
     assert (own[rows, columns] == 0).all()  # f(x) is in I_0^x
+
+
+@given(universe=universes(), data=st.data())
+def test_index_rules_against_their_definitions_written_as_loops(universe, data):
+    """Theorem 3's index (a radius per dataset) and the ladder's first rung, computed by the
+    definitions entry by entry, equal the grouped and binary-searched routes."""
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=1.0)
+    u = problem.universe
+    m, f, r, hops = u.size, u.values, problem.outputs, u.hops
+    delta = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.5]), min_size=m, max_size=m)))
+    literal = np.array([[min((hops[x, y] for y in range(m) if abs(f[y] - out) <= delta[y]), default=seq.UNREACHABLE)
+                         for out in r] for x in range(m)])
+    np.testing.assert_array_equal(seq.compositional_index(hops, f, r, delta), literal)
+    ladders = ladders_from_universe(f.astype(int).tolist(), u.neighbours)
+    reach = np.cumsum(ladders, axis=1)
+    rung = seq.ladder_index(f, r, u.neighbours)
+    for x in range(m):
+        for j, out in enumerate(r):
+            within = [i for i in range(reach.shape[1]) if abs(f[x] - out) <= reach[x, i]]
+            if within:
+                assert rung[x, j] == within[0]
+            else:  # past the ladder's end the last rung repeats: the first i with gap <= reach_D + (i - D) last
+                assert reach[x, -1] + (rung[x, j] - reach.shape[1] + 1) * ladders[x, -1] >= abs(f[x] - out)
+                assert reach[x, -1] + (rung[x, j] - reach.shape[1]) * ladders[x, -1] < abs(f[x] - out)
 
 
 def test_the_papers_sphere_b_is_not_a_partition_and_the_ball_is():
@@ -215,3 +242,31 @@ def test_lp_repair_costs_almost_nothing():
     solution = dpopt.solve(problem, "lp")
     assert solution.certificate.ok
     assert solution.objective - solution.details["solver_objective"] <= 1e-9 * solution.objective
+
+
+def test_constructions_scale_past_the_lp_limit_in_little_memory(monkeypatch):
+    """A universe too large for the LP (600,000 privacy rows) gets every construction, certified,
+    within a 512 MiB plan: their index rules never build the m x m x |R| array (1.2 million
+    entries per output here; the rule as written needed 2.7 GiB), and ``auto`` returns one."""
+    rng = np.random.default_rng(7)
+    m = 1200
+    tree = [(int(rng.integers(0, i)), i) for i in range(1, m)]
+    extra = [tuple(e) for e in rng.integers(0, m, size=(m * 4, 2)) if e[0] != e[1]]
+    universe = Universe.from_edges(rng.integers(0, 50, size=m), tree + extra)
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=1.0, outputs=list(range(50)))
+    monkeypatch.setenv("DPOPT_MEMORY_LIMIT", str(512 * 2**20))
+    with pytest.raises(dpopt.InvalidParameterError, match="'lp' does not"):
+        dpopt.solve(problem, "lp")
+    names = [method.name for method in dpopt.methods_for(problem)]
+    assert "lp" not in names and len(names) == len(seq.CONSTRUCTIONS)
+    tracemalloc.start()  # numpy's arrays are traced: the plan is checked against what is allocated
+    try:
+        for name in names:
+            solution = dpopt.solve(problem, name)
+            assert solution.certificate.ok and certify_finite(problem, solution.mechanism.to_numpy()).ok, name
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 512 * 2**20
+    chosen = dpopt.solve(problem)
+    assert chosen.method in names and not chosen.exact and chosen.certificate.ok
