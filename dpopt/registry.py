@@ -47,6 +47,9 @@ class Method:
         ``exact_when(problem) -> bool``: for a method registered ``exact``, the
         problems on which it is (e.g. the staircase is optimal for one sensitivity
         interval, not for a neighbouring set with gaps). Default: all it applies to.
+    requires : str
+        What ``applies`` asks of a problem, in words (``"privacy = 'neighbours'"``): what
+        :func:`solve` tells the user when no method applies. Default: the summary.
     auto_fallback : bool
         Picked by ``auto`` when no exact method applies (a kind whose problem has
         no tractable exact optimum in general, e.g. the non-convex d_X problem (6)).
@@ -67,6 +70,7 @@ class Method:
     auto_fallback: bool = False
     memory: Callable[[Any], tuple[float, str]] = lambda problem: _NO_ESTIMATE
     exact_when: Callable[[Any], bool] = lambda problem: True
+    requires: str = ""
 
     def is_exact(self, problem: Any) -> bool:
         """Whether this method returns the optimum of ``problem`` (else an upper bound)."""
@@ -117,6 +121,7 @@ def register(
     auto_fallback: bool = False,
     memory: Callable[[Any], tuple[float, str]] | None = None,
     exact_when: Callable[[Any], bool] = _always,
+    requires: str = "",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``run(problem, solver, repair)`` as method ``name`` of ``kind``."""
 
@@ -125,7 +130,8 @@ def register(
         if name in methods:
             raise ValueError(f"method {name!r} of {kind} is registered twice")
         estimate = memory if memory is not None else (lambda problem: _NO_ESTIMATE)
-        methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary, auto_fallback, estimate, exact_when)
+        methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary, auto_fallback, estimate, exact_when,
+                               requires)
         return run
 
     return decorate
@@ -146,6 +152,20 @@ def methods_for(problem: Problem) -> list[Method]:
     return sorted(applicable, key=lambda m: m.cost(problem))
 
 
+def _applicable(problem: Problem, method: Any) -> list[Method]:
+    """:func:`methods_for`, refused in one line saying what each method needs when none applies
+    (e.g. the 1044 graphs with ``privacy = "metric"``: too many pairs for the LP, and the
+    constructions need neighbours)."""
+    candidates = methods_for(problem)
+    if not candidates:
+        needs: dict[str, list[str]] = {}
+        for m in REGISTRY[problem.kind].values():
+            needs.setdefault(m.requires or m.summary, []).append(m.name)
+        reasons = "; ".join(f"{', '.join(names)}: {need}" for need, names in needs.items())
+        raise fail("method", problem.kind, f"a method that applies to this problem, and none does ({reasons})", method)
+    return candidates
+
+
 def _auto_order(problem: Problem, candidates: list[Method]) -> list[Method]:
     """What ``auto`` tries, in order: the exact methods cheapest first, else the fallback."""
     return [m for m in candidates if m.is_exact(problem)] or [m for m in candidates if m.auto_fallback] or candidates[:1]
@@ -153,7 +173,7 @@ def _auto_order(problem: Problem, candidates: list[Method]) -> list[Method]:
 
 def _pick(problem: Problem, method: Any) -> list[Method]:
     """The methods to try for ``method``: one, or for ``auto`` every exact one in order."""
-    candidates = methods_for(problem)
+    candidates = _applicable(problem, method)
     names = ["auto"] + sorted(REGISTRY[problem.kind])
     if not isinstance(method, str):
         raise fail("method", problem.kind, "one of " + ", ".join(names), method)
@@ -247,7 +267,7 @@ def solve(problem: Problem, method: str = "auto", *, solver: str | None = None, 
 
 def compare(problem: Problem, *, solver: str | None = None) -> list[Any]:
     """Solve ``problem`` with every applicable method; return the Solutions."""
-    return [solve(problem, m.name, solver=solver if m.uses_solver else None) for m in methods_for(problem)]
+    return [solve(problem, m.name, solver=solver if m.uses_solver else None) for m in _applicable(problem, "compare")]
 
 
 def compare_table(problem: Problem, *, solver: str | None = None) -> pd.DataFrame:

@@ -128,3 +128,17 @@ def test_unknown_method_and_solver_rejected_before_work():
         dpopt.solve(problem, "geometric", solver="HIGHS")
     with pytest.raises(InvalidParameterError, match="'problem'"):
         dpopt.solve("not a problem")
+
+
+def test_a_problem_no_method_applies_to_is_refused_saying_what_each_needs():
+    """The 1044 graphs with metric privacy: 545,646 pairs are too many for the LP, and the
+    constructions need neighbours. auto, compare and a named method refuse in one line
+    (auto once ended in an IndexError)."""
+    problem = dpopt.FiniteQuery(universe={"type": "graph_atlas", "nodes": 7}, epsilon=1.0, privacy="metric")
+    assert methods_for(problem) == []
+    for attempt in (lambda: dpopt.solve(problem), lambda: dpopt.compare(problem), lambda: dpopt.solve(problem, "lp")):
+        with pytest.raises(InvalidParameterError, match="'method'") as refused:
+            attempt()
+        message = str(refused.value)
+        assert "\n" not in message and "400,000 privacy rows" in message and 'privacy = "neighbours"' in message
+        assert all(name in message for name in REGISTRY["finite_query"])

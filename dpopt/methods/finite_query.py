@@ -119,7 +119,7 @@ def _lp_fits(problem: FiniteQuery) -> bool:
 
 
 @register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: float(p.size[0] * p.size[1]) ** 1.5, memory=_lp_memory,
-          applies=_lp_fits,
+          applies=_lp_fits, requires=f"at most {MAX_PRIVACY_ROWS:,} privacy rows (privacy pairs in both directions x outputs)",
           summary=f"the optimal mechanism: LP over m x |R| entries, one privacy row per pair, direction and output (<= {MAX_PRIVACY_ROWS:,} rows)")
 def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution:
     check_lp_size(problem)
@@ -193,7 +193,8 @@ def _construction(name: str) -> Callable[..., Solution]:
 
 for _name in seq.CONSTRUCTIONS:
     register(KIND, _name, exact=False, uses_solver=False, cost=lambda p: float(p.size[0]) ** 2 * p.size[1] * 1e-3,
-             applies=_neighbour_privacy, memory=_shortcut_memory, summary=seq.CONSTRUCTIONS[_name])(_construction(_name))
+             applies=_neighbour_privacy, memory=_shortcut_memory, summary=seq.CONSTRUCTIONS[_name],
+             requires='privacy = "neighbours"')(_construction(_name))
 
 
 @register_reader(KIND)
