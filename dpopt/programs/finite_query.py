@@ -172,6 +172,23 @@ still not met (see ``benchmarks/finite_query.py``).
   neighbouring value (900 classes): 15.4722 in 824 s. Value classes with the relaxation's
   datasets as singletons, round by round: 15.4818, 15.4807, 15.4792 (88, 125, 155 classes),
   while the certified bound moves between 15.398 and 15.418: neither closes the gap to 1e-7.
+* *Session 18* (1044 graphs unless said). **Dominated datasets**: a dataset x whose
+  neighbours are all y or y's neighbours, with y's loss row, can copy y's row, so it could
+  leave the LP exactly; 6 of the 1044 qualify, none on the benchmark's random universes.
+  **Growing the relaxation from nothing** (one dataset per value; each round adds the 30
+  datasets whose cheapest row in the box the current rows leave them costs most above the
+  bound): the bound is exact at epsilon = 1 after 6 rounds (178 datasets, 16 s), but the test
+  never stops adding (356 datasets after 880 s; one round's crossover took 370 s); on 6
+  nodes at epsilon = 4 it takes 155 of 156 datasets, and on a random m = 1000 universe it
+  climbs from 14.55 to 15.26 in 104 s, below the known 15.4288. **Rescaling** the dual's
+  rows by ``e^(-eps hops to the value)``: 15.0 s against 10.8 s on reach 2 (epsilon = 0.5).
+  **Where reach 2's time goes** (epsilon = 0.5): 35 interior-point iterations of about
+  0.3 s and a last one of 2 s; that is the floor of this route. **A looser interior point
+  on the quotients** (``ipm_optimality_tolerance`` 1e-7): 13.4 to 11.5 s at epsilon = 0.5
+  (gap 1.3e-8) and 36 to 33 s at 2 (gap 6.5e-8, near :data:`QUOTIENT_GAP`, past which the
+  150 s full LP runs): not adopted. **The full dual with row sums and loss rows only on the
+  datasets where reach 2's duals weigh** (the relaxation without its path bounds): slower
+  than the full LP (336 datasets, epsilon = 4: 213 s, status unknown).
 * *The relaxation to a few datasets as a route of its own* (session 15). Its optimum is the
   full optimum once the subset holds an optimal dual's support, which is small on the
   atlas (a vertex of the 6-node dual: 20 of 156 datasets, 0.04 s), but a mechanism for all
