@@ -26,7 +26,7 @@ from scipy.sparse import coo_array
 from scipy.sparse.csgraph import shortest_path
 
 from dpopt.dx.metric import first_triangle_violation
-from dpopt.limits import MAX_MAGNITUDE, MAX_UNIVERSE
+from dpopt.limits import MAX_MAGNITUDE, MAX_UNIVERSE, check_memory
 from dpopt.validation import check_array, check_choice, check_int, fail, read_text_file
 
 __all__ = ["Universe", "graph_atlas", "GRAPH_STATISTICS", "universe_from_spec"]
@@ -95,6 +95,7 @@ class Universe:
         if pairs.shape[1:] != (2,) or pairs.size == 0 or pairs.max() >= m or np.any(pairs[:, 0] == pairs[:, 1]):
             raise fail("universe.neighbours", OWNER, f"a non-empty list of [a, b] pairs of distinct datasets in 0..{m - 1}", edges)
         p = pairs.astype(np.int64)
+        _check_distance_memory(m)
         graph = coo_array((np.ones(len(p)), (p[:, 0], p[:, 1])), shape=(m, m)).tocsr()
         distances = shortest_path(graph, directed=False, unweighted=True)
         spec = {"type": "explicit", "values": f.tolist(), "neighbours": p.tolist()}
@@ -104,6 +105,7 @@ class Universe:
     def from_metric(cls, values: Any, metric: Any) -> "Universe":
         """Datasets with ``values`` and a dataset metric d̄ given as an m x m matrix."""
         d = check_array(metric, "universe.metric", OWNER, ndim=2, low=0.0, max_abs=MAX_MAGNITUDE)
+        _check_distance_memory(d.shape[0])
         universe = cls(values, d, spec={"type": "explicit", "values": np.asarray(values, dtype=float).tolist(), "metric": d.tolist()})
         triple = first_triangle_violation(universe.distances)
         if triple is not None:
@@ -125,6 +127,13 @@ class Universe:
             raise fail("universe.path", OWNER, "a CSV file with columns value, neighbours (space-separated indices)", str(path)) from None
         universe = cls.from_edges(values, edges, source=f"csv:{path}")
         return cls(universe.values, universe.distances, source=universe.source, spec={"type": "csv", "path": str(path)})
+
+
+def _check_distance_memory(m: int) -> None:
+    """Refuse a universe whose m x m distances (float64), hop counts (int64) and their
+    validation's temporaries would not fit in :data:`dpopt.limits.MEMORY_LIMIT`, before any
+    is built (at the largest m, 20,000: about 10 GB)."""
+    check_memory(8.0 * 3 * m * m, "universe.values", OWNER, f"{m:,} datasets", what=f"the {m:,} x {m:,} dataset distances")
 
 
 # --- the graph atlas (Wu-Xia-He Section 6.1) ----------------------------------------------

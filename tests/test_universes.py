@@ -62,3 +62,18 @@ def test_metric_universe_checks_the_triangle_inequality():
         Universe.from_metric([0, 1, 2], [[0, 1, 5], [1, 0, 1], [5, 1, 0]])
     u = Universe.from_metric([0, 1, 2], [[0, 1, 2], [1, 0, 1], [2, 1, 0]])
     assert len(u.neighbours) == 2
+
+
+def test_a_universe_whose_distances_would_not_fit_is_refused_before_they_are_built(monkeypatch):
+    """m = 20,000 (the largest m) needs about 10 GB of distances: refused in one line under a
+    smaller limit, before the shortest paths run (here m = 3000 under 100 MB: 216 MB planned)."""
+    monkeypatch.setenv("DPOPT_MEMORY_LIMIT", str(100 * 2**20))
+    m = 3000
+    edges = [[i, i + 1] for i in range(m - 1)]
+    with pytest.raises(InvalidParameterError, match="dataset distances") as info:
+        Universe.from_edges(list(range(m)), edges)
+    assert info.value.parameter == "universe.values"
+    with pytest.raises(InvalidParameterError, match="dataset distances"):
+        Universe.from_metric(list(range(m)), np.abs(np.subtract.outer(np.arange(m), np.arange(m))))
+    monkeypatch.setenv("DPOPT_MEMORY_LIMIT", str(300 * 2**20))
+    assert Universe.from_edges(list(range(m)), edges).size == m
