@@ -2,6 +2,10 @@
 
 * ``lp`` -- the optimal mechanism (:mod:`dpopt.programs.finite_query`), repaired to exact
   privacy by the smallest mix with the uniform mechanism, certified.
+* ``value_lp`` -- the best mechanism whose row depends on a dataset only through its value
+  (:class:`~dpopt.programs.finite_query.ValueQuotient`: the LP with one row per value), an
+  upper bound on the LP optimum and a lower bound on every value-based construction; ``auto``
+  takes it when ``lp`` does not apply (the benchmark's random universe with m = 5000).
 * ``staircase``, ``privacy_first``, ``compositional``, ``utility_first``,
   ``weighted_utility_first``, ``weighted_privacy_first``, ``ladder``, ``exponential`` --
   the paper's constructions (:mod:`dpopt.mechanisms.set_sequences`), upper bounds on the
@@ -27,7 +31,8 @@ from dpopt.certificates import Certificate, log_ratios
 from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.mechanisms import set_sequences as seq
 from dpopt.problems.finite_query import FiniteQuery
-from dpopt.programs.finite_query import MAX_PRIVACY_ROWS, build_finite_program, check_lp_size, solve_finite_lp
+from dpopt.programs.finite_query import (MAX_PRIVACY_ROWS, ValueQuotient, build_finite_program, check_lp_size, class_edges,
+                                         loss_classes, solve_finite_lp)
 from dpopt.registry import register, register_reader
 from dpopt.solution import Solution, mechanism_frame
 
@@ -123,25 +128,63 @@ def _lp_fits(problem: FiniteQuery) -> bool:
           summary=f"the optimal mechanism: LP over m x |R| entries, one privacy row per pair, direction and output (<= {MAX_PRIVACY_ROWS:,} rows)")
 def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution:
     check_lp_size(problem)
+    x, details, solver_name = _optimal_rows(problem, solver)
+    x, cert = _certified(problem, x, repair)
+    solution = _solution(problem, x, cert, exact=True, method="lp", solver=solver_name, status="optimal", details=details)
+    if "lower_bound" in details:  # certified: lower_bound <= optimum <= objective
+        solution.details["optimality_gap"] = (solution.objective - details["lower_bound"]) / max(abs(solution.objective), 1e-300)
+    return solution
+
+
+def _optimal_rows(problem: FiniteQuery, solver: str | None) -> tuple[np.ndarray, dict[str, Any], str]:
+    """The LP's optimal mechanism (not yet certified), what the solver reported, and the solver's name:
+    HiGHS through the dual (:func:`solve_finite_lp`) by default, any other through the cvxpy program."""
     if solver is not None and solver.upper() != "HIGHS":
         from dpopt.solvers import run_program
 
         program = build_finite_program(problem)
         info = run_program(program.program, solver=solver, owner="finite_query lp")
-        x, details, solver_name = program.x.value, {"solver_objective": info.objective}, info.solver
+        return program.x.value, {"solver_objective": info.objective}, info.solver
+    result = solve_finite_lp(problem)
+    details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows, "lower_bound": result.lower_bound,
+               "lower_bound_datasets": result.bound_datasets, "quotient_classes": result.quotient_classes}
+    return result.mechanism, details, "HIGHS"
+
+
+def _certified(problem: FiniteQuery, x: np.ndarray, repair: bool) -> tuple[np.ndarray, Certificate]:
+    return mix_until_certified(problem, x) if repair else (x, certify_finite(problem, x))
+
+
+def _value_rows(problem: FiniteQuery) -> int:
+    """Privacy rows of the LP on value classes (:class:`ValueQuotient`): class edges, both directions, x outputs."""
+    return 2 * len(class_edges(problem, loss_classes(problem))) * problem.size[1]
+
+
+def _value_lp_applies(problem: FiniteQuery) -> bool:
+    return problem.privacy == "neighbours" and _value_rows(problem) <= MAX_PRIVACY_ROWS
+
+
+def _value_lp_memory(problem: FiniteQuery) -> tuple[float, str]:
+    m, k = problem.size
+    return 400.0 * _value_rows(problem) + 8.0 * (20 * m * k + 4 * len(problem.universe.neighbours) * k + m * m), "universe"
+
+
+@register(KIND, "value_lp", exact=False, uses_solver=True, auto_fallback=True, applies=_value_lp_applies, memory=_value_lp_memory,
+          cost=lambda p: float(p.size[1]) ** 3, requires=f'privacy = "neighbours" and at most {MAX_PRIVACY_ROWS:,} privacy rows between value classes',
+          summary="the best mechanism of the value alone: the LP with one row per value (per loss row and side-information "
+                  "membership), lifted to the datasets; between the LP optimum and every value-based construction")
+def solve_value_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution:
+    quotient = ValueQuotient.of(problem)
+    if quotient.problem is None:
+        rows, details, solver_name = quotient.single_row(), {}, "none"
     else:
-        result = solve_finite_lp(problem)
-        x, solver_name = result.mechanism, "HIGHS"
-        details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows, "lower_bound": result.lower_bound,
-                   "lower_bound_datasets": result.bound_datasets, "quotient_classes": result.quotient_classes}
-    if repair:
-        x, cert = mix_until_certified(problem, x)
-    else:
-        cert = certify_finite(problem, x)
-    solution = _solution(problem, x, cert, exact=True, method="lp", solver=solver_name, status="optimal", details=details)
-    if "lower_bound" in details:  # certified: lower_bound <= optimum <= objective
-        solution.details["optimality_gap"] = (solution.objective - details["lower_bound"]) / max(abs(solution.objective), 1e-300)
-    return solution
+        rows, reported, solver_name = _optimal_rows(quotient.problem, solver)
+        details = {"solver_objective": reported["solver_objective"], "privacy_rows": _value_rows(problem)}
+        if "lower_bound" in reported:  # certified for the quotient: how close these rows are to the best value-based mechanism
+            details["value_optimality_gap"] = (reported["solver_objective"] - reported["lower_bound"]) / max(abs(reported["solver_objective"]), 1e-300)
+    x, cert = _certified(problem, quotient.lift(rows), repair)
+    details["value_classes"] = len(quotient.loss_rows)
+    return _solution(problem, x, cert, exact=False, method="value_lp", solver=solver_name, status="optimal", details=details)
 
 
 def _shortcut_memory(problem: FiniteQuery) -> tuple[float, str]:

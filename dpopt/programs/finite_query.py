@@ -211,12 +211,14 @@ from scipy.sparse import csgraph
 
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.problems.finite_query import FiniteQuery
+from dpopt.universes import Universe
 from dpopt.programs.highs_child import ChildSolve, HighsOutcome, LpArrays, available_cores, solve_here
 from dpopt.solvers import SOLVER_OPTIONS
 from dpopt.validation import SolverError, fail
 
 __all__ = ["DatasetQuotient", "DatasetRelaxation", "FiniteProgram", "LPResult", "MAX_PRIVACY_ROWS", "ReducedMinimaxLP",
-           "build_finite_program", "check_lp_size", "distance_classes", "dual_weights", "relaxation_lower_bound",
+           "ValueQuotient", "build_finite_program", "check_lp_size", "class_edges", "distance_classes", "dual_weights",
+           "loss_classes", "relaxation_lower_bound",
            "solve_by_quotients", "solve_finite_lp"]
 
 HIGHS_OPTIONS = SOLVER_OPTIONS["HIGHS"]  # the tolerances every dpopt LP uses (dpopt.solvers)
@@ -279,7 +281,7 @@ def check_lp_size(problem: FiniteQuery) -> int:
     if rows > MAX_PRIVACY_ROWS:
         raise fail("universe", "finite_query lp",
                    f"small enough for the LP route: at most {MAX_PRIVACY_ROWS:,} privacy rows (directed pairs x outputs); "
-                   f"this problem has {rows:,} (the constructions, e.g. --method privacy_first, still apply)", problem.universe.source)
+                   f"this problem has {rows:,} (--method value_lp, the best mechanism of the value alone, and the constructions may still apply)", problem.universe.source)
     return rows
 
 
@@ -470,17 +472,23 @@ QUOTIENT_SUPPORT = 200
 QUOTIENT_HOPELESS = 1e-3
 
 
-def distance_classes(problem: FiniteQuery, reach: int) -> np.ndarray:
-    """Each dataset's class when datasets are merged by what they see within ``reach`` hops.
-
-    Two datasets share a class when they have the same loss row, the same side-information
-    membership, and the same hop distance, capped at ``reach``, to the datasets of every loss
-    row (for a query's own loss: to every value of f). Returns class indices 0..q-1.
-    """
+def loss_classes(problem: FiniteQuery) -> np.ndarray:
+    """Each dataset's class when datasets are merged by loss row and side-information
+    membership (for a query's own loss: by value). Returns class indices 0..q-1."""
     m = problem.size[0]
     watched = np.zeros((m, 1))
     watched[list(problem.side_information)] = 1.0
-    groups = np.unique(np.hstack([problem.loss_matrix, watched]), axis=0, return_inverse=True)[1].ravel()
+    return np.unique(np.hstack([problem.loss_matrix, watched]), axis=0, return_inverse=True)[1].ravel()
+
+
+def distance_classes(problem: FiniteQuery, reach: int) -> np.ndarray:
+    """Each dataset's class when datasets are merged by what they see within ``reach`` hops.
+
+    Two datasets share a class when they share their :func:`loss_classes` class and the hop
+    distance, capped at ``reach``, to the datasets of every such class (for a query's own
+    loss: to every value of f). Returns class indices 0..q-1.
+    """
+    groups = loss_classes(problem)
     hops = problem.universe.hops
     near = np.column_stack([hops[:, groups == g].min(axis=1) for g in range(groups.max() + 1)])
     profile = np.column_stack([groups, np.minimum(near, reach)])
@@ -523,6 +531,65 @@ class DatasetQuotient(ReducedMinimaxLP):
         representative = np.unique(classes, return_index=True)[1]
         side = tuple(int(c) for c in np.unique(classes[list(problem.side_information)]))
         return cls(problem.loss_matrix[representative], side, np.column_stack([a[first], b[first]]), w[first], classes=classes)
+
+
+@dataclass(frozen=True)
+class ValueQuotient:
+    """The LP restricted to mechanisms whose row depends on a dataset only through its
+    :func:`loss_classes` class (its value, for a query's own loss), as a finite_query
+    problem of its own: one dataset per class, neighbours where any members are, the summed
+    prior (average) or the classes holding side information (minimax).
+
+    Any private mechanism that is constant on the classes (the staircase, Theorem 4's
+    utility-first rule, any mechanism of f(x) alone) gives a private mechanism of the
+    quotient with the same objective, and every private mechanism of the quotient, lifted,
+    is private for the datasets (a neighbouring pair of datasets lies in a neighbouring
+    pair of classes, or in one class, whose rows are equal) with the same objective. So the
+    quotient's optimum is the best such mechanism: above the LP optimum, below every
+    value-based construction. Needs ``privacy = "neighbours"`` (a metric's smallest
+    distance between classes need not be a metric).
+    """
+
+    problem: FiniteQuery | None  # None when every dataset is in one class
+    classes: np.ndarray
+    loss_rows: np.ndarray  # one per class
+
+    @classmethod
+    def of(cls, problem: FiniteQuery) -> "ValueQuotient":
+        classes = loss_classes(problem)
+        representative = np.unique(classes, return_index=True)[1]
+        rows = problem.loss_matrix[representative]
+        edges = class_edges(problem, classes)
+        if len(representative) == 1:
+            return cls(None, classes, rows)
+        side = sorted({int(c) for c in classes[list(problem.side_information)]})
+        spec = {"universe": Universe.from_edges(problem.universe.values[representative], edges,
+                                                source=f"classes of {problem.universe.source}"),
+                "epsilon": problem.epsilon, "outputs": problem.outputs, "objective": problem.objective,
+                "loss": problem.loss if isinstance(problem.loss, str) else rows}
+        if problem.objective == "average":
+            spec["prior"] = np.bincount(classes, weights=problem.weights, minlength=len(representative))
+        elif len(side) < len(representative):
+            spec["side_information"] = side
+        return cls(FiniteQuery(**spec), classes, rows)
+
+    def lift(self, rows: np.ndarray) -> np.ndarray:
+        """The mechanism on the datasets: each dataset gets its class's row."""
+        return rows[self.classes]
+
+    def single_row(self) -> np.ndarray:
+        """The optimum when there is one class (no privacy row binds): all mass on its cheapest output."""
+        row = np.zeros((1, self.loss_rows.shape[1]))
+        row[0, int(np.argmin(self.loss_rows[0]))] = 1.0
+        return row
+
+
+def class_edges(problem: FiniteQuery, classes: np.ndarray) -> np.ndarray:
+    """Pairs (c, c'), c < c', of classes holding a neighbouring pair of datasets."""
+    a, b = classes[problem.universe.neighbours.T]
+    keep = a != b
+    pairs = np.column_stack([np.minimum(a, b), np.maximum(a, b)])[keep]
+    return np.unique(pairs, axis=0) if len(pairs) else pairs.reshape(0, 2)
 
 
 def solve_by_quotients(problem: FiniteQuery, rows: int, start: float) -> LPResult | None:

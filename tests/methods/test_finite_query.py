@@ -19,6 +19,7 @@ from dpopt.export import read_solution
 from dpopt.mechanisms import set_sequences as seq
 from dpopt.mechanisms.ladder import ladders_from_universe
 from dpopt.methods.finite_query import certify_finite
+from dpopt.programs.finite_query import loss_classes
 from dpopt.universes import Universe
 
 LOSSES = ["absolute", "squared", "zero_one"]
@@ -129,7 +130,7 @@ def test_proof_calibration_never_exceeds_two_epsilon_prime(universe, epsilon, de
     """With calibrate_shortcuts = "proof" the parameter is eps / 2 and the measured loss is <= eps (2 x eps / 2)."""
     problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon, calibrate_shortcuts="proof", delta=float(delta))
     for method in dpopt.methods_for(problem):
-        if method.name == "lp":
+        if method.name not in seq.CONSTRUCTIONS:
             continue
         solution = dpopt.solve(problem, method.name)
         assert solution.details["parameter"] == pytest.approx(epsilon / 2)
@@ -258,15 +259,79 @@ def test_constructions_scale_past_the_lp_limit_in_little_memory(monkeypatch):
     with pytest.raises(dpopt.InvalidParameterError, match="'lp' does not"):
         dpopt.solve(problem, "lp")
     names = [method.name for method in dpopt.methods_for(problem)]
-    assert "lp" not in names and len(names) == len(seq.CONSTRUCTIONS)
+    assert "lp" not in names and sorted(names) == sorted([*seq.CONSTRUCTIONS, "value_lp"])
     tracemalloc.start()  # numpy's arrays are traced: the plan is checked against what is allocated
     try:
-        for name in names:
+        chosen = dpopt.solve(problem)  # no exact method applies: auto takes the best mechanism of the value
+        for name in seq.CONSTRUCTIONS:
             solution = dpopt.solve(problem, name)
             assert solution.certificate.ok and certify_finite(problem, solution.mechanism.to_numpy()).ok, name
+            if name in VALUE_BASED:
+                assert chosen.objective <= solution.objective * (1 + 1e-7), name
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert peak < 512 * 2**20
-    chosen = dpopt.solve(problem)
-    assert chosen.method in names and not chosen.exact and chosen.certificate.ok
+    assert chosen.method == "value_lp" and not chosen.exact and chosen.certificate.ok
+
+
+
+#: Constructions whose row depends on a dataset only through f(x) (here with a radius per value):
+#: feasible for the LP on value classes, so never better than its optimum.
+VALUE_BASED = ("staircase", "utility_first", "weighted_utility_first")
+
+
+def _value_based_optimum_by_cvxpy(problem) -> float:
+    """The best mechanism constant on datasets with the same loss row and side-information
+    membership, written directly: the full cvxpy program plus equal rows inside each class,
+    solved by Clarabel (independent of :class:`ValueQuotient`'s class graph and prior sums)."""
+    import cvxpy as cp
+
+    from dpopt.programs.finite_query import build_finite_program
+
+    program = build_finite_program(problem)
+    watched = np.isin(np.arange(problem.size[0]), problem.side_information)
+    keys = [tuple(row) + (flag,) for row, flag in zip(problem.loss_matrix.tolist(), watched)]
+    first = {}
+    ties = [program.x[i] == program.x[first.setdefault(key, i)] for i, key in enumerate(keys) if first.setdefault(key, i) != i]
+    tied = cp.Problem(program.program.objective, program.program.constraints + ties)
+    tied.solve(solver=cp.CLARABEL)
+    return float(tied.value)
+
+
+@settings(max_examples=25)
+@given(universe=universes(), epsilon=st.floats(0.2, 3.0), objective=st.sampled_from(["minimax", "average"]), data=st.data())
+def test_value_lp_is_the_best_mechanism_of_the_value(universe, epsilon, objective, data):
+    """lp <= value_lp <= every value-based construction at the same measured privacy, the rows are
+    equal inside each class, and the optimum equals the program with those rows tied (Clarabel)."""
+    m = len(universe["values"])
+    extra = {}
+    if objective == "average":
+        extra["prior"] = data.draw(st.lists(st.floats(0.1, 5.0), min_size=m, max_size=m))
+    elif data.draw(st.booleans()):
+        extra["side_information"] = sorted(set(data.draw(st.lists(st.integers(0, m - 1), min_size=1, max_size=m))))
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon, objective=objective, **extra)
+    value = dpopt.solve(problem, "value_lp")
+    x = value.mechanism.to_numpy()
+    assert value.certificate.ok and not value.exact and certify_finite(problem, x).max_privacy_loss <= epsilon + 1e-9
+    classes = loss_classes(problem)
+    for c in np.unique(classes):
+        assert np.allclose(x[classes == c], x[classes == c][0], atol=1e-12)
+    assert dpopt.solve(problem, "lp").objective <= value.objective + 1e-9
+    for name in VALUE_BASED:
+        assert value.objective <= dpopt.solve(problem, name).objective * (1 + 1e-7) + 1e-9, name
+    assert value.objective == pytest.approx(_value_based_optimum_by_cvxpy(problem), rel=1e-5, abs=1e-7)
+
+
+@given(n=st.integers(1, 10), alpha=st.floats(0.1, 0.9), loss=st.sampled_from(LOSSES))
+def test_value_lp_is_the_lp_when_every_dataset_has_its_own_value(n, alpha, loss):
+    problem = dpopt.FiniteQuery(universe=path(n), alpha=alpha, loss=loss)
+    assert dpopt.solve(problem, "value_lp").objective == pytest.approx(dpopt.solve(problem, "lp").objective, rel=1e-7, abs=1e-9)
+
+
+def test_value_lp_with_one_value_releases_it():
+    problem = dpopt.FiniteQuery(universe={"type": "explicit", "values": [3, 3, 3], "neighbours": [[0, 1], [1, 2]]},
+                                epsilon=1.0, outputs=[1, 3, 5])
+    solution = dpopt.solve(problem, "value_lp")
+    assert solution.certificate.ok and solution.objective == 0.0
+    np.testing.assert_array_equal(solution.mechanism.to_numpy(), [[0, 1, 0]] * 3)
