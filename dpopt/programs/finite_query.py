@@ -495,8 +495,18 @@ def distance_classes(problem: FiniteQuery, reach: int) -> np.ndarray:
     return np.unique(profile, axis=0, return_inverse=True)[1].ravel()
 
 
+class _ClassRows:
+    """What a quotient's rows mean: one row per class of datasets (``classes``: each dataset's class)."""
+
+    classes: np.ndarray
+
+    def lift(self, rows: np.ndarray) -> np.ndarray:
+        """The mechanism on the datasets: each dataset gets its class's row."""
+        return rows[self.classes]
+
+
 @dataclass(frozen=True, kw_only=True)
-class DatasetQuotient(ReducedMinimaxLP):
+class DatasetQuotient(ReducedMinimaxLP, _ClassRows):
     """The minimax LP with datasets merged into classes (one row per class): a restriction, so
     its optimum is an upper bound, and its rows lifted to the datasets are a private mechanism.
 
@@ -510,10 +520,6 @@ class DatasetQuotient(ReducedMinimaxLP):
     """
 
     classes: np.ndarray  # each dataset's class: its LP row
-
-    def lift(self, rows: np.ndarray) -> np.ndarray:
-        """The mechanism on the datasets: each dataset gets its class's row."""
-        return rows[self.classes]
 
     @classmethod
     def of(cls, problem: FiniteQuery, classes: np.ndarray) -> "DatasetQuotient":
@@ -534,7 +540,7 @@ class DatasetQuotient(ReducedMinimaxLP):
 
 
 @dataclass(frozen=True)
-class ValueQuotient:
+class ValueQuotient(_ClassRows):
     """The LP restricted to mechanisms whose row depends on a dataset only through its
     :func:`loss_classes` class (its value, for a query's own loss), as a finite_query
     problem of its own: one dataset per class, neighbours where any members are, the summed
@@ -572,10 +578,6 @@ class ValueQuotient:
         elif len(side) < len(representative):
             spec["side_information"] = side
         return cls(FiniteQuery(**spec), classes, rows)
-
-    def lift(self, rows: np.ndarray) -> np.ndarray:
-        """The mechanism on the datasets: each dataset gets its class's row."""
-        return rows[self.classes]
 
     def single_row(self) -> np.ndarray:
         """The optimum when there is one class (no privacy row binds): all mass on its cheapest output."""
