@@ -179,7 +179,8 @@ def solve_value_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> So
         rows, details, solver_name = quotient.single_row(), {}, "none"
     else:
         rows, reported, solver_name = _optimal_rows(quotient.problem, solver)
-        details = {"solver_objective": reported["solver_objective"], "privacy_rows": _value_rows(problem)}
+        details = {"solver_objective": reported["solver_objective"],
+                   "privacy_rows": len(quotient.problem.privacy_pairs()[0]) * problem.size[1]}
         if "lower_bound" in reported:  # certified for the quotient: how close these rows are to the best value-based mechanism
             details["value_optimality_gap"] = (reported["solver_objective"] - reported["lower_bound"]) / max(abs(reported["solver_objective"]), 1e-300)
     x, cert = _certified(problem, quotient.lift(rows), repair)
