@@ -3,7 +3,7 @@
     dpopt solve PROBLEM.toml [--method auto|lp|NAME] [--solver NAME] [--export PATH]
     dpopt compare PROBLEM.toml
     dpopt sample PROBLEM.toml --true-value V [--count K] [--seed S | --secure]
-    dpopt audit PROBLEM.toml [--method NAME] [--draws N] [--seed S] [--confidence C] [--pairs K]
+    dpopt audit PROBLEM.toml [--method NAME] [--samples N] [--seed S] [--confidence C] [--pairs K]
     dpopt sweep SWEEP.toml --output RESULTS.parquet [--workers K] [--scheduler ADDRESS] [--timeout S] [--memory] [--no-progress]
 
 Output is JSON on stdout (``compare``: one object per line). Bad input: one line on
@@ -86,7 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     audit_cmd.add_argument("problem", metavar="PROBLEM.toml")
     audit_cmd.add_argument("--method", default="auto")
     audit_cmd.add_argument("--solver", default=None)
-    audit_cmd.add_argument("--draws", type=int, default=100_000, help="releases per input and half (default 100,000)")
+    # --samples is the name DESIGN.md's contract gives; --draws is the name the audit's own API uses
+    audit_cmd.add_argument("--samples", "--draws", type=int, default=100_000, dest="samples",
+                           help="releases per input and half (default 100,000; --draws is the same option)")
     audit_cmd.add_argument("--seed", type=int, default=0)
     audit_cmd.add_argument("--confidence", type=_finite_float, default=0.95)
     audit_cmd.add_argument("--pairs", type=int, default=2, help="random neighbouring pairs besides the certificate's worst (default 2)")
@@ -171,11 +173,11 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
         if problem.kind in DATA_KINDS and getattr(problem, DATA_KINDS[problem.kind]) is None:  # refused before any work
             raise InvalidParameterError(DATA_KINDS[problem.kind], "dpopt audit", "given in the problem file (the dataset whose neighbours are audited)", None)
         check_int(args.pairs, "pairs", "dpopt audit", low=0, high=100)
-        check_int(args.draws, "draws", "dpopt audit", low=AUDIT_LIMITS["draws"][0], high=AUDIT_LIMITS["draws"][1])
+        check_int(args.samples, "samples", "dpopt audit", low=AUDIT_LIMITS["draws"][0], high=AUDIT_LIMITS["draws"][1])
         check_int(args.seed, "seed", "dpopt audit", low=0)
         check_real(args.confidence, "confidence", "dpopt audit", low=0.5, high=1.0, high_open=True)
         solution = _certified(solve(problem, args.method, solver=args.solver))
-        report = audit_solution(solution, draws=args.draws, confidence=args.confidence, seed=args.seed, random_pairs=args.pairs)
+        report = audit_solution(solution, draws=args.samples, confidence=args.confidence, seed=args.seed, random_pairs=args.pairs)
         return [{"kind": solution.kind, "method": solution.method, **report.to_dict()}]
     if args.command == "compare":
         solutions = [_certified(s) for s in compare(problem, solver=args.solver)]

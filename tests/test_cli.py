@@ -110,3 +110,31 @@ def test_factored_solution_reports_bounds_and_exports_sparse(capsys, tmp_path):
     dense = tmp_path / "dense.csv"
     assert run(capsys, "solve", TABLE1, "--export", str(dense), "--dense")[0] == 0
     assert dense.read_text().splitlines()[0].startswith("true,")
+
+
+# The command-line synopsis of DESIGN.md ("Command line"), copied: users' scripts and the
+# project's checks call these forms, so each must parse exactly as written there.
+CONTRACT_FORMS = (
+    ["solve", "P.toml", "--method", "lp", "--solver", "HIGHS", "--export", "out.csv"],
+    ["compare", "P.toml"],
+    ["sample", "P.toml", "--true-value", "3", "--count", "5", "--seed", "1"],
+    ["sample", "P.toml", "--true-value", "3", "--secure"],
+    ["audit", "P.toml", "--method", "lp", "--samples", "1000", "--seed", "2"],
+    ["sweep", "S.toml", "--output", "out.parquet", "--workers", "2", "--scheduler", "tcp://127.0.0.1:8786"],
+)
+
+
+@pytest.mark.parametrize("argv", CONTRACT_FORMS, ids=[form[0] for form in CONTRACT_FORMS])
+def test_every_contract_option_parses(argv):
+    from dpopt.cli import _parser
+
+    args = _parser().parse_args(argv)
+    assert args.command == argv[0]
+
+
+def test_audit_samples_and_draws_are_one_option():
+    from dpopt.cli import _parser
+
+    parse = _parser().parse_args
+    assert parse(["audit", "P.toml", "--samples", "1234"]).samples == 1234
+    assert parse(["audit", "P.toml", "--draws", "1234"]).samples == 1234

@@ -83,13 +83,13 @@ def test_audit_arguments_are_checked_before_any_draw():
 
 
 def test_cli_audit_reports_and_exits_by_the_verdict(capsys, monkeypatch):
-    assert main(["audit", str(PROBLEMS / "gupte_sundararajan_table1.toml"), "--draws", "5000"]) == 0
+    assert main(["audit", str(PROBLEMS / "gupte_sundararajan_table1.toml"), "--samples", "5000"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["passed"] and out["sampler"].startswith("exact") and len(out["pairs"]) >= 1
     assert main(["audit", str(PROBLEMS / "dx_hotspots.toml"), "--draws", "2000"]) in (0, 2)
     capsys.readouterr()
-    assert main(["audit", str(PROBLEMS / "gupte_sundararajan_table1.toml"), "--draws", "5"]) == 2
-    assert "draws" in capsys.readouterr().err
+    assert main(["audit", str(PROBLEMS / "gupte_sundararajan_table1.toml"), "--samples", "5"]) == 2
+    assert "samples" in capsys.readouterr().err
     failing = AuditReport(3.0, 1.0, 0.0, 0.95, (PairAudit((0, 1), "output == 1", (900, 10), 1000, 3.0, 1.0),), "test")
     monkeypatch.setattr("dpopt.privacy_audit.audit_solution", lambda *a, **k: failing)
     assert main(["audit", str(PROBLEMS / "gupte_sundararajan_table1.toml")]) == 5
