@@ -154,8 +154,9 @@ class PiecewiseNoise:
         # the tail period q >= 1 has probability (1 - decay) decay^(q - 1): invert its cdf
         q = np.zeros(count)
         q[tail] = np.floor(np.log(open_uniforms(source, int(tail.sum()))) / np.log(self.decay)) + 1
-        local = pieces[first:]
-        choice[tail] = first + inverse_cdf(local / local.sum(), uniforms(source, int(tail.sum())))
+        if tail.any():  # never when the tail's mass underflows (V1 at eps = 1: e^-1001 a period)
+            local = pieces[first:]
+            choice[tail] = first + inverse_cdf(local / local.sum(), uniforms(source, int(tail.sum())))
         position = b[choice] + uniforms(source, count) * (b[choice + 1] - b[choice]) + q * self.period
         sign = np.where(uniforms(source, count) < 0.5, -1.0, 1.0)
         return sign * position
