@@ -192,7 +192,14 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
         raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
     true_value = _true_value(problem, args.true_value)
     solution = _certified(solve(problem, args.method, solver=args.solver))
-    releases = solution.sample(true_value, count, rng=args.seed, secure=args.secure, exact=not args.float_path)
+    try:
+        releases = solution.sample(true_value, count, rng=args.seed, secure=args.secure, exact=not args.float_path)
+    except InvalidParameterError as error:
+        if error.parameter != "exact":
+            raise
+        # name the flag a command-line user can give, not the API's keyword
+        raise InvalidParameterError("--float", "dpopt sample", f"given to draw from {solution.method}, which has no exact "
+                                    "sampler: its floating-point draws are for simulation studies, not releases", False) from None
     summary = solution.summary()
     return [
         {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate", "sampler")}

@@ -138,3 +138,11 @@ def test_audit_samples_and_draws_are_one_option():
     parse = _parser().parse_args
     assert parse(["audit", "P.toml", "--samples", "1234"]).samples == 1234
     assert parse(["audit", "P.toml", "--draws", "1234"]).samples == 1234
+
+
+def test_sample_without_an_exact_sampler_names_the_float_flag(capsys):
+    problem = str(PROBLEMS / "noise_adding_neighbouring_set.toml")
+    code, out, err = run(capsys, "sample", problem, "--true-value", "1", "--count", "2", "--seed", "1")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--float" in err
+    code, out, err = run(capsys, "sample", problem, "--true-value", "1", "--count", "2", "--seed", "1", "--float")
+    assert code == 0 and err == "" and len(json.loads(out)["releases"]) == 2
