@@ -57,7 +57,7 @@ class Universe:
 
     def __post_init__(self) -> None:
         f = check_array(self.values, "universe.values", OWNER, ndim=1, max_abs=MAX_MAGNITUDE)
-        m = check_int(f.size, "universe.values", OWNER, low=2, high=MAX_UNIVERSE)
+        m = _check_universe_size(f.size)
         d = check_array(self.distances, "universe.distances", OWNER, ndim=2, low=0.0, allow_inf=True)
         if d.shape != (m, m) or not np.array_equal(d, d.T) or np.any(np.diag(d) != 0):
             raise fail("universe.distances", OWNER, f"a symmetric {m} x {m} metric with a zero diagonal", d.shape)
@@ -90,7 +90,7 @@ class Universe:
     def from_edges(cls, values: Any, edges: Any, *, source: str = "explicit") -> "Universe":
         """Datasets 0..m-1 with ``values`` and a neighbour graph; d̄ = shortest-path hops."""
         f = check_array(values, "universe.values", OWNER, ndim=1, max_abs=MAX_MAGNITUDE)
-        m = check_int(f.size, "universe.values", OWNER, low=2, high=MAX_UNIVERSE)
+        m = _check_universe_size(f.size)
         pairs = check_array(edges, "universe.neighbours", OWNER, ndim=2, integer=True, low=0)
         if pairs.shape[1:] != (2,) or pairs.size == 0 or pairs.max() >= m or np.any(pairs[:, 0] == pairs[:, 1]):
             raise fail("universe.neighbours", OWNER, f"a non-empty list of [a, b] pairs of distinct datasets in 0..{m - 1}", edges)
@@ -127,6 +127,13 @@ class Universe:
             raise fail("universe.path", OWNER, "a CSV file with columns value, neighbours (space-separated indices)", str(path)) from None
         universe = cls.from_edges(values, edges, source=f"csv:{path}")
         return cls(universe.values, universe.distances, source=universe.source, spec={"type": "csv", "path": str(path)})
+
+
+def _check_universe_size(m: int) -> int:
+    """Refuse fewer than two datasets or more than :data:`MAX_UNIVERSE`, naming the count."""
+    if not 2 <= m <= MAX_UNIVERSE:
+        raise fail("universe.values", OWNER, f"a list of 2 to {MAX_UNIVERSE:,} values (one per dataset)", f"{m:,} value{'' if m == 1 else 's'}")
+    return m
 
 
 def _check_distance_memory(m: int) -> None:
@@ -233,13 +240,14 @@ def universe_from_spec(spec: Any) -> Universe:
         raise fail("universe.type", "finite_query", "one of " + ", ".join(repr(k) for k in UNIVERSE_TYPES), kind)
     unknown = sorted(set(spec) - {"type", *UNIVERSE_TYPES[kind]})
     if unknown:
-        raise fail(f"universe.{unknown[0]}", "finite_query", f"absent: a {kind} universe takes " + ", ".join(UNIVERSE_TYPES[kind]), spec[unknown[0]])
+        raise fail(f"universe.{unknown[0]}", "finite_query", f"absent: the {kind} universe takes " + ", ".join(UNIVERSE_TYPES[kind]), spec[unknown[0]])
     if kind == "graph_atlas":
         return graph_atlas(spec.get("nodes", 7), spec.get("statistic", "triangles"))
     if kind == "csv":
         return Universe.from_csv(spec.get("path"))
     if ("neighbours" in spec) == ("metric" in spec):
-        raise fail("universe.neighbours", "finite_query", "given, or replaced by 'metric' (exactly one)", None)
+        given = "both" if "neighbours" in spec else "neither"
+        raise fail("universe.neighbours", "finite_query", "given, or replaced by 'metric' (exactly one of the two)", given)
     if "values" not in spec:
         raise fail("universe.values", "finite_query", "given (f(x) for every dataset)", None)
     if "metric" in spec:

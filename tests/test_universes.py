@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dpopt.universes import Universe, graph_atlas
+from dpopt.universes import Universe, graph_atlas, universe_from_spec
 from dpopt.validation import InvalidParameterError
 
 
@@ -55,6 +55,20 @@ def test_bad_universes_name_the_field(kwargs, field):
     with pytest.raises(InvalidParameterError) as info:
         Universe.from_edges(kwargs["values"], kwargs["edges"])
     assert info.value.parameter == field
+
+
+@pytest.mark.parametrize(
+    "spec,got",
+    [
+        ({"type": "explicit", "values": [0, 1], "neighbours": [[0, 1]], "metric": [[0, 1], [1, 0]]}, "both"),
+        ({"type": "explicit", "values": [0, 1]}, "neither"),
+        ({"type": "explicit", "values": [5], "neighbours": [[0, 1]]}, "1 value"),
+    ],
+)
+def test_universe_table_refusals_say_what_was_given(spec, got):
+    with pytest.raises(InvalidParameterError) as info:
+        universe_from_spec(spec)
+    assert info.value.got == got
 
 
 def test_metric_universe_checks_the_triangle_inequality():
