@@ -183,8 +183,9 @@ def _pick(problem: Problem, method: Any) -> list[Method]:
     if method not in by_name:
         registered = REGISTRY[problem.kind].get(method)
         if registered is not None:  # registered, but not for this problem: say which do apply
+            why = f": it requires {registered.requires}" if registered.requires else f" ({registered.summary})"
             raise fail("method", problem.kind, f"one that applies to this problem ({', '.join(sorted(by_name))}); "
-                       f"{method!r} does not ({registered.summary})", method)
+                       f"{method!r} does not{why}", method)
         raise fail("method", problem.kind, "one of " + ", ".join(names) + " (that applies to this problem)", method)
     return [by_name[method]]
 
