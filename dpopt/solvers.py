@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
 import sys
 import time
 import warnings
@@ -182,8 +183,18 @@ def _attempt(program: cp.Problem, solver: str, options: dict[str, Any]) -> str:
             warnings.simplefilter("ignore", UserWarning)
             program.solve(solver=solver, **options)
     except (cp.error.SolverError, ValueError) as exc:  # ValueError: cvxpy cannot unpack an unknown status
-        return f"solver_error: {exc}"
+        return f"solver_error: {_short_reason(exc)}"
     return str(program.status)
+
+
+def _short_reason(exc: Exception) -> str:
+    """The first line of a solver error, with cvxpy's dump of an empty ``Solution(...)`` reduced to
+    its status (the dump's object addresses would make the one-line CLI message unreadable)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    unpack = re.match(r"Cannot unpack invalid solution: Solution\(status=([\w.]+)", text)
+    if unpack:
+        return f"no solution to read (solver status {unpack.group(1)})"
+    return text
 
 
 def _is_lp(program: cp.Problem) -> bool:

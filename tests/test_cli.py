@@ -88,6 +88,22 @@ def test_solver_failure_exits_3_and_exports_nothing(capsys, tmp_path, monkeypatc
     assert not target.exists()
 
 
+def test_a_solution_cvxpy_cannot_unpack_is_one_readable_line(capsys, monkeypatch):
+    """cvxpy raises ValueError("Cannot unpack invalid solution: Solution(status=UNKNOWN, ...,
+    attr={...<highspy._core.HighsInfo object at 0x...>})") when HiGHS rejects a model (the grid
+    LP at epsilon = 40 did); the message keeps the status and drops the dump."""
+    import cvxpy as cp
+
+    def unpack_error(self, *args, **kwargs):
+        raise ValueError("Cannot unpack invalid solution: Solution(status=UNKNOWN, opt_val=None, primal_vars={}, "
+                         "dual_vars={}, attr={'solver_specific_stats': <highspy._core.HighsInfo object at 0x7f24>})")
+
+    monkeypatch.setattr(cp.Problem, "solve", unpack_error)
+    code, out, err = run(capsys, "solve", TABLE1, "--method", "lp")
+    assert code == 3 and out == "" and err.count("\n") == 1
+    assert "no solution to read (solver status UNKNOWN)" in err and "0x7f24" not in err
+
+
 def test_console_entry_point_in_a_subprocess(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "dpopt.cli", "solve", str(tmp_path / "none.toml")], capture_output=True, text=True
