@@ -98,3 +98,16 @@ def test_lemma_5_adjacent_rows_of_the_lexicographic_optimum(n, alpha, side):
         c1 = int(np.argmin(down)) - 1 if not down.all() else n  # last j of the tight-down prefix
         c2 = int(n + 1 - np.argmin(up[::-1])) if not up.all() else 0  # first j of the tight-up suffix
         assert c2 - c1 <= 2, (i, down, up)
+
+
+@pytest.mark.parametrize("epsilon", [33.0, 50.0, 300.0])
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+def test_factored_at_very_large_epsilon(epsilon, loss):
+    """From epsilon = 33 the master's objective scale (1 / the identity's loss, about 1 / alpha)
+    reached 1e14 and HiGHS ended every master "Unknown": factored raised, and `dpopt compare`
+    exited 3 for every count query. The scale is now capped."""
+    problem = dpopt.CountQuery(n=10, epsilon=epsilon, loss=loss)
+    factored, lp = dpopt.solve(problem, "factored"), dpopt.solve(problem, "lp")
+    assert factored.certificate.ok and lp.certificate.ok
+    assert 0 <= factored.objective <= lp.objective + 1e-13
+    assert factored.details["lower_bound"] <= factored.objective

@@ -101,6 +101,11 @@ CLARABEL_OPTIONS = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-1
 #: column slightly positive); the certificate is computed on what is kept.
 INTERIOR_DROP = 1e-13
 
+#: The most the master's objective is scaled up (see :class:`Master`). Without a cap, at
+#: epsilon >= 33 the identity's losses (about alpha) made the scale ~1e14, and HiGHS ended
+#: every master "Unknown".
+MAX_OBJECTIVE_SCALE = 1e6
+
 
 @dataclass(frozen=True)
 class ExtendedBasis:
@@ -144,7 +149,7 @@ class Master:
         # down: that loosens it (squared loss, alpha = 0.9, n = 5000, optimum 180: 32 ->
         # 100 s and a 1.04e-9 gap).
         worst = float(np.max(np.abs(form.identity_losses[form.support])))
-        self.objective_scale = 1.0 / worst if 0 < worst < 1 else 1.0
+        self.objective_scale = min(1.0 / worst, MAX_OBJECTIVE_SCALE) if 0 < worst < 1 else 1.0
         self._add(d, lower=-INF, upper=INF, cost=self.objective_scale)
         self.first_t = self.h.getNumCol()
         self.t_rows = np.zeros(0, dtype=np.int64)  # T[t_rows[k], t_cols[k]] is remap k
