@@ -167,6 +167,12 @@ def _snapshot(program: cp.Problem) -> tuple[float, float, list[Any]]:
     return max_violation(program), float(program.value), [v.value.copy() for v in program.variables()]
 
 
+#: The largest x for which a program may hold e^x as a coefficient (a privacy row's
+#: ``e^eps``): HiGHS refuses matrix entries above ``large_matrix_value`` = 1e15 = e^34.5
+#: (the model never starts; cvxpy reports status UNKNOWN, highspy "Empty"). Methods whose
+#: programs would exceed it do not apply (noise_adding's grid LP, finite_query's lp and value_lp).
+MAX_COEFFICIENT_EXPONENT = 34.0
+
 #: A reported-optimal HiGHS point violating a constraint by more than this is re-solved.
 VIOLATION_RETRY = 1e-9
 

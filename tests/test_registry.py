@@ -131,11 +131,14 @@ def test_unknown_method_and_solver_rejected_before_work():
 
 
 def test_a_problem_no_method_applies_to_is_refused_saying_what_each_needs():
-    """The 1044 graphs with metric privacy: 545,646 pairs are too many for the LP, and the
-    constructions need neighbours. auto, compare and a named method refuse in one line
-    (auto once ended in an IndexError)."""
-    problem = dpopt.FiniteQuery(universe={"type": "graph_atlas", "nodes": 7}, epsilon=1.0, privacy="metric")
+    """Metric privacy at epsilon = 40: e^40 is too large a coefficient for the LP routes, and the
+    constructions need neighbours. auto, compare and a named method refuse in one line (auto
+    once ended in an IndexError, on the 1044 graphs with metric privacy, whose 545,646 pairs
+    were then all written; group privacy now leaves their 6,558 neighbour pairs, and lp applies)."""
+    problem = dpopt.FiniteQuery(universe={"type": "graph_atlas", "nodes": 4}, epsilon=40.0, privacy="metric")
     assert methods_for(problem) == []
+    atlas = dpopt.FiniteQuery(universe={"type": "graph_atlas", "nodes": 7}, epsilon=1.0, privacy="metric")
+    assert [m.name for m in methods_for(atlas)] == ["lp"]
     for attempt in (lambda: dpopt.solve(problem), lambda: dpopt.compare(problem), lambda: dpopt.solve(problem, "lp")):
         with pytest.raises(InvalidParameterError, match="'method'") as refused:
             attempt()

@@ -35,6 +35,7 @@ from dpopt.programs.finite_query import (MAX_PRIVACY_ROWS, ValueQuotient, build_
                                          loss_classes, solve_finite_lp)
 from dpopt.registry import register, register_reader
 from dpopt.solution import Solution, mechanism_frame
+from dpopt.solvers import MAX_COEFFICIENT_EXPONENT
 
 KIND = "finite_query"
 
@@ -48,7 +49,7 @@ def certify_finite(problem: FiniteQuery, x: np.ndarray, *, repair: str = "none",
     neighbours; for ``"metric"`` the largest such log ratio divided by ``d̄(a, b)``, times
     epsilon (so ``ok`` means ``x[a, r] <= e^(eps d̄(a, b)) x[b, r]`` for every pair).
     """
-    pairs, bounds = problem.privacy_pairs()
+    pairs, bounds = problem.privacy_pairs(implied=True)
     half = len(pairs) // 2
     pairs, bounds = pairs[:half], bounds[:half]  # |ln ratio| is symmetric
     losses = log_ratios(np.clip(x[pairs[:, 0]], 0.0, None), np.clip(x[pairs[:, 1]], 0.0, None))
@@ -119,12 +120,22 @@ def _lp_memory(problem: FiniteQuery) -> tuple[float, str]:
     return 400.0 * pairs * k + 2000.0 * m * k, "universe"
 
 
+def _coefficients_fit(problem: FiniteQuery) -> bool:
+    """Whether every privacy row's e^(log-bound) is a coefficient HiGHS accepts."""
+    bounds = problem.privacy_pairs()[1]
+    return not bounds.size or float(bounds.max()) <= MAX_COEFFICIENT_EXPONENT
+
+
 def _lp_fits(problem: FiniteQuery) -> bool:
-    return len(problem.privacy_pairs()[0]) * problem.size[1] <= MAX_PRIVACY_ROWS
+    return len(problem.privacy_pairs()[0]) * problem.size[1] <= MAX_PRIVACY_ROWS and _coefficients_fit(problem)
+
+
+#: What the LP routes need of every privacy row's log-bound (epsilon, or epsilon d̄ for metric privacy).
+_COEFFICIENTS = f"every privacy row's log-bound at most {MAX_COEFFICIENT_EXPONENT:g} (HiGHS refuses coefficients above 1e15)"
 
 
 @register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: float(p.size[0] * p.size[1]) ** 1.5, memory=_lp_memory,
-          applies=_lp_fits, requires=f"at most {MAX_PRIVACY_ROWS:,} privacy rows (privacy pairs in both directions x outputs)",
+          applies=_lp_fits, requires=f"at most {MAX_PRIVACY_ROWS:,} privacy rows (privacy pairs in both directions x outputs) and {_COEFFICIENTS}",
           summary=f"the optimal mechanism: LP over m x |R| entries, one privacy row per pair, direction and output (<= {MAX_PRIVACY_ROWS:,} rows)")
 def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution:
     check_lp_size(problem)
@@ -161,7 +172,7 @@ def _value_rows(problem: FiniteQuery) -> int:
 
 
 def _value_lp_applies(problem: FiniteQuery) -> bool:
-    return problem.privacy == "neighbours" and _value_rows(problem) <= MAX_PRIVACY_ROWS
+    return problem.privacy == "neighbours" and _value_rows(problem) <= MAX_PRIVACY_ROWS and _coefficients_fit(problem)
 
 
 def _value_lp_memory(problem: FiniteQuery) -> tuple[float, str]:
@@ -170,7 +181,7 @@ def _value_lp_memory(problem: FiniteQuery) -> tuple[float, str]:
 
 
 @register(KIND, "value_lp", exact=False, uses_solver=True, auto_fallback=True, applies=_value_lp_applies, memory=_value_lp_memory,
-          cost=lambda p: float(p.size[1]) ** 3, requires=f'privacy = "neighbours" and at most {MAX_PRIVACY_ROWS:,} privacy rows between value classes',
+          cost=lambda p: float(p.size[1]) ** 3, requires=f'privacy = "neighbours", at most {MAX_PRIVACY_ROWS:,} privacy rows between value classes and {_COEFFICIENTS}',
           summary="the best mechanism of the value alone: the LP with one row per value (per loss row and side-information "
                   "membership), lifted to the datasets; between the LP optimum and every value-based construction")
 def solve_value_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution:

@@ -59,7 +59,7 @@ from dpopt.programs.noise_adding import (
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution, mechanism_frame
-from dpopt.solvers import run_program
+from dpopt.solvers import MAX_COEFFICIENT_EXPONENT, run_program
 from dpopt.validation import check_array
 
 KIND = "noise_adding"
@@ -155,10 +155,10 @@ def _lp_cost(problem: Any) -> float:
 
 
 #: The grid LP writes e^epsilon as a matrix entry (its privacy rows are ``value(a) - e^eps
-#: value(a + j) <= 0``), and HiGHS refuses entries above 1e15 (``large_matrix_value``): at
-#: epsilon = 35 cvxpy got status UNKNOWN back. Scaling the rows by e^-eps instead puts e^-eps
-#: below HiGHS's ``small_matrix_value`` (1e-9) from epsilon = 20.7, which drops privacy rows.
-GRID_LP_MAX_EPSILON = 34.0
+#: value(a + j) <= 0``): at epsilon = 35 HiGHS refused it. Scaling the rows by e^-eps instead
+#: puts e^-eps below HiGHS's ``small_matrix_value`` (1e-9) from epsilon = 20.7, which drops
+#: privacy rows.
+GRID_LP_MAX_EPSILON = MAX_COEFFICIENT_EXPONENT
 
 
 def _lp_applies(problem: Any) -> bool:

@@ -1,0 +1,79 @@
+"""FiniteQuery's privacy pairs: which metric rows a program needs (group privacy along shortest paths)."""
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse import csgraph, csr_array
+
+import dpopt
+from dpopt.problems.finite_query import unimplied_pairs
+from dpopt.universes import graph_atlas
+
+
+@st.composite
+def weighted_metrics(draw: st.DrawFn) -> np.ndarray:
+    """The shortest-path metric of a random connected graph with weights in {0.5, 1, 1.5, 2, 3}."""
+    m = draw(st.integers(2, 12))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    graph = nx.gnp_random_graph(m, draw(st.floats(0.1, 0.9)), seed=seed)
+    graph.add_edges_from(zip(range(m - 1), range(1, m)))  # connected
+    weights = np.array([0.5, 1.0, 1.5, 2.0, 3.0])
+    matrix = np.zeros((m, m))
+    for a, b in graph.edges:
+        matrix[a, b] = matrix[b, a] = weights[rng.integers(weights.size)]
+    return csgraph.shortest_path(csr_array(matrix), directed=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(weighted_metrics())
+def test_kept_pairs_imply_every_distance(d):
+    """Soundness: shortest paths over the kept pairs alone give back every d(a, b), so every
+    dropped row is a product of kept rows. Minimality: no kept pair is implied by the others."""
+    kept = unimplied_pairs(d)
+    m = len(d)
+    graph = csr_array((d[kept[:, 0], kept[:, 1]], (kept[:, 0], kept[:, 1])), shape=(m, m))
+    np.testing.assert_allclose(csgraph.shortest_path(graph, directed=False), d, rtol=1e-12, atol=1e-12)
+    for a, b in kept:
+        others = [c for c in range(m) if c not in (a, b)]
+        assert all(d[a, c] + d[c, b] > d[a, b] for c in others)
+
+
+def test_on_a_hop_metric_only_neighbours_are_kept():
+    universe = graph_atlas(6, "triangles")
+    kept = {tuple(sorted(p)) for p in unimplied_pairs(universe.distances).tolist()}
+    assert kept == {tuple(sorted(p)) for p in universe.neighbours.tolist()}
+
+
+def test_a_zero_distance_pair_does_not_drop_itself():
+    """Two datasets at distance 0 (a pseudo-metric) must not imply each other's rows in a circle."""
+    d = np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
+    assert {tuple(p) for p in unimplied_pairs(d).tolist()} == {(0, 1), (0, 2), (1, 2)}
+
+
+@pytest.mark.parametrize("m", [40, 60])
+def test_metric_privacy_on_a_long_path_is_the_neighbour_lp(m):
+    """A path of 40 datasets with metric privacy at epsilon = 1 wrote e^39 into the LP, above
+    the largest coefficient HiGHS accepts, and every solve failed (status 'Empty'). Group
+    privacy makes it the same LP as neighbour privacy on the path."""
+    values = np.arange(float(m))
+    metric = dpopt.FiniteQuery(universe={"type": "explicit", "values": values.tolist(),
+                                         "metric": np.abs(values[:, None] - values[None, :]).tolist()},
+                               epsilon=1.0, privacy="metric")
+    path = dpopt.FiniteQuery(universe={"type": "explicit", "values": values.tolist(),
+                                       "neighbours": [[i, i + 1] for i in range(m - 1)]}, epsilon=1.0)
+    solved = dpopt.solve(metric, "lp")
+    assert solved.certificate.ok and solved.exact
+    assert solved.objective == pytest.approx(dpopt.solve(path, "lp").objective, rel=1e-7)
+    assert len(metric.privacy_pairs()[0]) == 2 * (m - 1)
+    assert len(metric.privacy_pairs(implied=True)[0]) == m * (m - 1)
+
+
+def test_at_an_epsilon_past_the_largest_coefficient_auto_takes_a_construction():
+    problem = dpopt.FiniteQuery(universe={"type": "graph_atlas", "nodes": 5}, epsilon=40.0)
+    names = [m.name for m in dpopt.registry.methods_for(problem)]
+    assert "lp" not in names and "value_lp" not in names and names
+    solved = dpopt.solve(problem)
+    assert solved.method in names and solved.certificate.ok
