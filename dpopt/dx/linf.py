@@ -98,8 +98,15 @@ class LinfScales:
 
 
 def _first_order_bound(sigma: np.ndarray, value: float, gradient: np.ndarray, a: np.ndarray, d: np.ndarray) -> float:
-    """``g(s*) + min_{s >= 0, a s <= d} grad . (s - s*)``: a lower bound on min g over those rows."""
-    result = optimize.linprog(gradient, A_ub=a, b_ub=d, bounds=(0, None), method="highs")
+    """``g(s*) + min_{s >= 0, a s <= d} grad . (s - s*)``: a lower bound on min g over those rows.
+
+    Each row is scaled to a largest coefficient of 1 (the same set): HiGHS drops coefficients
+    below 1e-9, and with a budget of 1e-9 in the metric every coefficient was that small, so
+    the LP lost its rows and came back unbounded.
+    """
+    scale = np.abs(a).max(axis=1)
+    scale = np.where(scale > 0, scale, 1.0)
+    result = optimize.linprog(gradient, A_ub=a / scale[:, None], b_ub=d / scale, bounds=(0, None), method="highs")
     if result.status != 0:
         raise SolverError("HIGHS", result.message, "(exact_linf first-order bound)")
     return float(value + result.fun - gradient @ sigma)
