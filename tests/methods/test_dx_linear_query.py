@@ -208,3 +208,26 @@ def test_l1_route_for_several_queries_is_never_worse_on_its_bound_and_certified(
     assert own.certificate.ok
     for other in ("strategy1", "strategy2", "psa", "exact", "exact_linf"):
         assert own.details["scales"].sum() <= dpopt.solve(problem, other).details["scales"].sum() * (1 + 1e-6)
+
+
+def test_alternating_from_scales_that_miss_the_metric_is_a_solver_failure(monkeypatch):
+    """When the exact scales it starts from are not private (Example 1 with a budget of 1e-15
+    beside 2), alternating reported a bad 'start' parameter, one the user never gives (exit 2)."""
+    import dpopt.methods.dx_linear_query as methods
+
+    exact = methods.solve_exact
+    monkeypatch.setattr(methods, "solve_exact", lambda *a, **k: (lambda c, rest: (c / 10, rest))(*exact(*a, **k)))
+    with pytest.raises(dpopt.SolverError, match="not private"):
+        dpopt.solve(load_problem(PROBLEMS / "dx_example1.toml"), "alternating")
+
+
+def test_first_order_bound_keeps_rows_whose_coefficients_are_tiny():
+    """Rows with every coefficient below HiGHS's 1e-9 (a metric budget of 1e-9) were dropped,
+    and the bound's LP came back unbounded; scaled rows describe the same set."""
+    from dpopt.dx.linf import _first_order_bound
+
+    a, d = np.array([[1e-12, 2e-12]]), np.array([1e-12])
+    gradient = np.array([-1.0, -1.0])
+    sigma = np.array([0.5, 0.25])
+    # min -(s1 + s2) over s >= 0, s1 + 2 s2 <= 1 is -1 (s = (1, 0)); value 0 at sigma
+    assert _first_order_bound(sigma, 0.0, gradient, a, d) == pytest.approx(-1.0 + 0.75)
