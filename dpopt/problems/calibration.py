@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpopt.limits import check_memory
 from dpopt.privacy import resolve_privacy
 from dpopt.validation import check_choice, check_int, check_real, fail
 
@@ -85,6 +86,10 @@ class Calibration:
             if isinstance(sensitivity, float) and sensitivity.is_integer():
                 sensitivity = int(sensitivity)
             object.__setattr__(self, "sensitivity", check_int(sensitivity, "sensitivity", KIND, low=1))
+            # the noise is a window of 2 Delta + 1 probabilities and its temporaries (Delta = 1e9
+            # asked for 15 GiB at once, and a larger one was killed by the kernel)
+            check_memory(256.0 * (2 * self.sensitivity + 1), "sensitivity", KIND, self.sensitivity,
+                         what="the geometric noise's window of 2 x sensitivity + 1 probabilities")
         else:
             object.__setattr__(self, "sensitivity", check_real(self.sensitivity, "sensitivity", KIND, low=0.0, low_open=True))
         self._field("delta", needs_delta, f"given for {name} (a float in (0, 1))" if needs_delta else f"omitted for {name}",

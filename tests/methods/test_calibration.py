@@ -76,3 +76,14 @@ def test_cli_solve_and_sample(tmp_path, capsys):
     bad.write_text('kind = "calibration"\nmechanism = "gaussian_analytic"\nepsilon = 0.5\n')
     assert main(["solve", str(bad)]) == 2
     assert "'delta'" in capsys.readouterr().err
+
+
+def test_geometric_calibration_with_a_large_sensitivity():
+    """Sensitivity 1e9 allocated 15 GiB and a larger one was killed by the kernel: refused before
+    work now, naming the field. 1e5 took 160 s to measure (one pass per shift) and its window's
+    mass missed 1 by 1.1e-9 at epsilon = 1e-3 (1 - c as a difference): now certified at once."""
+    with pytest.raises(dpopt.InvalidParameterError, match="'sensitivity'.*memory limit"):
+        dpopt.Calibration(mechanism="geometric", epsilon=1e-8, sensitivity=10**9)
+    solved = dpopt.solve(dpopt.Calibration(mechanism="geometric", epsilon=1e-3, sensitivity=10**5))
+    assert solved.certificate.ok
+    assert solved.parameters["expected_absolute_error"] == pytest.approx(2 * np.exp(-1e-8) / -np.expm1(-2e-8), rel=1e-9)
