@@ -139,7 +139,7 @@ def _lp_memory(problem: Any) -> tuple[float, str]:
     """The window LP: 2M + 1 variables, one constraint per (z, shift) with |shift| <= Delta."""
     if _real(problem):  # about 1 kB per privacy row through cvxpy and HiGHS
         return 1000.0 * grid_rows(symmetric_shifts(problem.neighbouring_set), problem.sensitivity, problem.grid, problem.window), "grid"
-    return 600.0 * (2 * problem.window + 1) * (2 * problem.sensitivity + 1), "window"
+    return 2400.0 * (2 * problem.window + 1) * (2 * problem.sensitivity + 1), "window"
 
 
 def _integer(problem: Any) -> bool:
