@@ -25,7 +25,7 @@ from dpopt.privacy import PrivacyLevel, resolve_privacy
 from dpopt.universes import Universe, universe_from_spec
 from dpopt.validation import check_array, check_choice, check_int, check_real, fail
 
-__all__ = ["FiniteQuery", "FINITE_LOSSES", "OBJECTIVES", "unimplied_pairs"]
+__all__ = ["FiniteQuery", "FINITE_LOSSES", "OBJECTIVES", "not_implied", "unimplied_pairs"]
 
 KIND = "finite_query"
 FINITE_LOSSES = ("absolute", "squared", "zero_one")
@@ -252,28 +252,41 @@ class FiniteQuery:
                 f"loss={self.loss if isinstance(self.loss, str) else 'table'!r}, objective={self.objective!r})")
 
 
-#: Largest universe whose implied metric pairs are found (an O(m^3) pass: about 1 s at m = 1044);
+#: Largest universe whose implied metric pairs are found (an O(m^3) pass: about 1.4 s at m = 1044);
 #: a larger metric universe keeps every pair, and the LP refuses it by its row count.
 MAX_PRUNED_UNIVERSE = 1500
 
 
-def unimplied_pairs(distances: np.ndarray) -> np.ndarray:
-    """Pairs (a, b), a < b, whose metric privacy row no other rows imply.
+def not_implied(w: np.ndarray, slack: float = 0.0) -> np.ndarray:
+    """Which pairs (a, b), a != b, at finite ``w[a, b]`` no third point c implies.
 
-    Under ``x[u, r] <= e^(eps d(u, v)) x[v, r]`` for every pair, the row of (a, b) follows from
-    those of (a, c) and (c, b) whenever ``d(a, c) + d(c, b) <= d(a, b)`` with both parts
-    positive (group privacy along a shortest path): both parts are then shorter than d(a, b),
-    so by induction on the distance every dropped row is implied by kept ones. On a graph's
-    hop metric only the neighbours remain (the 1044 seven-node graphs: 6,558 of 545,646
-    pairs); without this a path of 40 datasets at epsilon = 1 wrote e^39 into the LP, above
-    the largest entry HiGHS accepts (1e15), and failed. Universes above
+    ``w`` holds log-bounds: ``x[u, r] <= e^w[u, v] x[v, r]``. The row of (a, b) follows from
+    those of (a, c) and (c, b) whenever ``w[a, c] + w[c, b] <= w[a, b] (1 + slack)`` with both
+    parts positive (group privacy along a shortest path): both parts are then shorter than
+    ``w[a, b]``, so by induction on the bound every dropped row is implied by kept ones (up to
+    the factor ``e^(slack w[a, b])``: the relaxations of :mod:`dpopt.programs.finite_query`,
+    which only need a lower bound, use 1e-12; the LP uses 0). Requiring positive parts keeps
+    two datasets at distance 0 from dropping each other's rows in a circle.
+    """
+    keep = np.isfinite(w) & ~np.eye(len(w), dtype=bool)
+    bound = w * (1 + slack) if slack else w
+    for c in range(len(w)):
+        # a part that is not positive becomes +inf: its sum then implies no finite bound
+        into = np.where(w[:, c] > 0, w[:, c], np.inf)
+        out = np.where(w[c, :] > 0, w[c, :], np.inf)
+        keep &= ~(into[:, None] + out[None, :] <= bound)
+    return keep
+
+
+def unimplied_pairs(distances: np.ndarray) -> np.ndarray:
+    """Pairs (a, b), a < b, whose metric privacy row no other rows imply (:func:`not_implied`).
+
+    On a graph's hop metric only the neighbours remain (the 1044 seven-node graphs: 6,558 of
+    545,646 pairs); without this a path of 40 datasets at epsilon = 1 wrote e^39 into the LP,
+    above the largest entry HiGHS accepts (1e15), and failed. Universes above
     :data:`MAX_PRUNED_UNIVERSE` keep every pair.
     """
     d = np.asarray(distances, dtype=float)
-    m = len(d)
-    keep = np.triu(np.ones((m, m), dtype=bool), 1)
-    if m <= MAX_PRUNED_UNIVERSE:
-        for c in range(m):
-            near = d[c] > 0
-            keep[near[:, None] & near[None, :] & (d[c][:, None] + d[c][None, :] <= d)] = False
-    return np.column_stack(np.nonzero(keep))
+    if len(d) > MAX_PRUNED_UNIVERSE:
+        return np.column_stack(np.nonzero(np.triu(np.ones(d.shape, dtype=bool), 1)))
+    return np.column_stack(np.nonzero(np.triu(not_implied(d), 1)))

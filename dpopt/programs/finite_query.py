@@ -210,7 +210,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from dpopt.lazy_modules import cvxpy as cp
-from dpopt.problems.finite_query import FiniteQuery
+from dpopt.problems.finite_query import FiniteQuery, not_implied
 from dpopt.universes import Universe
 from dpopt.programs.highs_child import ChildSolve, HighsOutcome, LpArrays, available_cores, solve_here
 from dpopt.solvers import SOLVER_OPTIONS
@@ -427,7 +427,7 @@ class DatasetRelaxation(ReducedMinimaxLP):
         ``path_bounds`` (:func:`_path_bounds` of ``datasets``) if already known."""
         datasets = np.asarray(datasets, dtype=np.int64)
         implied = _path_bounds(problem, datasets) if path_bounds is None else path_bounds
-        a, b = np.nonzero(_not_implied(implied))
+        a, b = np.nonzero(not_implied(implied, slack=1e-12))
         position = {int(d): i for i, d in enumerate(datasets)}
         side = tuple(position[int(d)] for d in problem.side_information if int(d) in position)
         return cls(problem.loss_matrix[datasets], side, np.column_stack([a, b]), implied[a, b], datasets=datasets)
@@ -439,16 +439,6 @@ def _path_bounds(problem: FiniteQuery, datasets: np.ndarray) -> np.ndarray:
     pairs, bounds = problem.privacy_pairs()
     graph = sparse.csr_array((bounds, (pairs[:, 0], pairs[:, 1])), shape=(m, m))
     return csgraph.dijkstra(graph, directed=True, indices=datasets)[:, datasets]
-
-
-def _not_implied(w: np.ndarray) -> np.ndarray:
-    """Pairs (a, b), a != b, at finite distance with no third point c on a shortest path."""
-    keep = np.isfinite(w) & ~np.eye(len(w), dtype=bool)
-    for c in range(len(w)):
-        through = w[:, c, None] + w[None, c, :] <= w * (1 + 1e-12)
-        through[c, :] = through[:, c] = False
-        keep &= ~through
-    return keep
 
 
 #: Hop reaches :func:`solve_by_quotients` merges datasets at, coarsest first. Each refines the
