@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpopt.limits import check_memory
+from dpopt.limits import MAX_MAGNITUDE, check_memory
 from dpopt.privacy import resolve_privacy
 from dpopt.validation import check_choice, check_int, check_real, fail
 
@@ -91,7 +91,7 @@ class Calibration:
             check_memory(256.0 * (2 * self.sensitivity + 1), "sensitivity", KIND, self.sensitivity,
                          what="the geometric noise's window of 2 x sensitivity + 1 probabilities")
         else:
-            object.__setattr__(self, "sensitivity", check_real(self.sensitivity, "sensitivity", KIND, low=0.0, low_open=True))
+            object.__setattr__(self, "sensitivity", check_real(self.sensitivity, "sensitivity", KIND, low=0.0, low_open=True, high=MAX_MAGNITUDE))
         self._field("delta", needs_delta, f"given for {name} (a float in (0, 1))" if needs_delta else f"omitted for {name}",
                     lambda v: check_real(v, "delta", KIND, low=0.0, high=1.0, low_open=True, high_open=True))
         low_p = 2 if name == "generalized_gaussian" else 1
@@ -99,9 +99,10 @@ class Calibration:
                     lambda v: check_int(v, "p", KIND, low=low_p, high=MAX_ORDER))
         for bound in ("lower", "upper"):
             self._field(bound, needs_bounds, f"given for {name}" if needs_bounds else f"omitted for {name}",
-                        lambda v, b=bound: check_real(v, b, KIND), allowed=bounds_ok)
+                        lambda v, b=bound: check_real(v, b, KIND, low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE), allowed=bounds_ok)
+        # bounded above like every magnitude: grid = 1e308 overflowed to inf in the releases (exit 1)
         self._field("grid", False, f"given only for {' or '.join(GRID_MECHANISMS)} (a float > 0)",
-                    lambda v: check_real(v, "grid", KIND, low=0.0, low_open=True), allowed=name in GRID_MECHANISMS)
+                    lambda v: check_real(v, "grid", KIND, low=0.0, low_open=True, high=MAX_MAGNITUDE), allowed=name in GRID_MECHANISMS)
         if name in GRID_MECHANISMS and self.grid is not None and self.sensitivity / self.grid > 4096:
             raise fail("grid", KIND, f"at least sensitivity / 4096 = {self.sensitivity / 4096:g}", self.grid)
         if (self.lower is None) != (self.upper is None):

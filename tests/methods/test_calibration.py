@@ -87,3 +87,21 @@ def test_geometric_calibration_with_a_large_sensitivity():
     solved = dpopt.solve(dpopt.Calibration(mechanism="geometric", epsilon=1e-3, sensitivity=10**5))
     assert solved.certificate.ok
     assert solved.parameters["expected_absolute_error"] == pytest.approx(2 * np.exp(-1e-8) / -np.expm1(-2e-8), rel=1e-9)
+
+
+def test_a_grid_beyond_the_largest_magnitude_is_refused():
+    """Found by the fuzzer (explore profile): grid = 1e308 solved with objective null, and its
+    releases overflowed to inf (exit 1 from `dpopt sample`)."""
+    with pytest.raises(InvalidParameterError, match="'grid'"):
+        Calibration(mechanism="discrete_gaussian", epsilon=1.0, delta=1e-5, grid=1e308)
+    release = dpopt.solve(Calibration(mechanism="discrete_gaussian", epsilon=1.0, delta=1e-5, grid=1e15)).sample(3.0, 3, rng=1)
+    assert np.all(np.isfinite(release)) and np.all(release % 1e15 == 0)
+
+
+@pytest.mark.parametrize("field,value", [("sensitivity", 1e308), ("lower", -1e300)])
+def test_magnitudes_beyond_the_largest_are_refused(field, value):
+    """Found by the fuzzer: sensitivity = 1e308 ended in an OverflowError (exit 1)."""
+    kwargs = dict(mechanism="truncated_generalized_gaussian", epsilon=1.0, p=2, lower=0.0, upper=100.0) if field == "lower" \
+        else dict(mechanism="gaussian_analytic", epsilon=0.5, delta=1e-5)
+    with pytest.raises(InvalidParameterError, match=f"'{field}'"):
+        Calibration(**(kwargs | {field: value}))
