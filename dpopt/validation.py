@@ -42,8 +42,10 @@ class InvalidParameterError(DPOptError, ValueError):
         self.owner = owner
         self.allowed = allowed
         self.got = got
+        # a name holding a single quote (a file's key "'title") is shown in double quotes
+        name = f'"{parameter}"' if "'" in str(parameter) else f"'{parameter}'"
         super().__init__(
-            f"The '{parameter}' parameter of {owner} must be {allowed}. Got {_show(got)} instead."
+            f"The {name} parameter of {owner} must be {allowed}. Got {_show(got)} instead."
         )
 
 

@@ -142,7 +142,7 @@ def run_cli(*args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-FIELD = re.compile(r"The '[^']+' parameter of |dpopt: error: argument ")
+FIELD = re.compile(r"The ('[^']+'|\"[^\"]+\") parameter of |dpopt: error: argument ")
 
 
 def check_outcome(code: int, out: str, err: str, export: Path | None) -> None:

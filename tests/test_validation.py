@@ -41,3 +41,11 @@ def test_check_choice_lists_options():
 def test_solver_error_names_solver_and_status():
     err = SolverError("HIGHS", "infeasible")
     assert "HIGHS" in str(err) and "infeasible" in str(err)
+
+
+def test_a_field_name_with_a_quote_is_shown_unambiguously():
+    """A problem file's key "'title" (found by the fuzzer) read "The ''title' parameter"."""
+    from dpopt.validation import InvalidParameterError
+
+    assert str(InvalidParameterError("'title", "x.toml", "absent", 1)).startswith("The \"'title\" parameter of x.toml")
+    assert str(InvalidParameterError("title", "x.toml", "absent", 1)).startswith("The 'title' parameter of x.toml")
