@@ -120,14 +120,14 @@ def _lp_memory(problem: FiniteQuery) -> tuple[float, str]:
     return 400.0 * pairs * k + 2000.0 * m * k, "universe"
 
 
-def _coefficients_fit(problem: FiniteQuery) -> bool:
+def _coefficients_fit(bounds: np.ndarray) -> bool:
     """Whether every privacy row's e^(log-bound) is a coefficient HiGHS accepts."""
-    bounds = problem.privacy_pairs()[1]
     return not bounds.size or float(bounds.max()) <= MAX_COEFFICIENT_EXPONENT
 
 
 def _lp_fits(problem: FiniteQuery) -> bool:
-    return len(problem.privacy_pairs()[0]) * problem.size[1] <= MAX_PRIVACY_ROWS and _coefficients_fit(problem)
+    pairs, bounds = problem.privacy_pairs()
+    return len(pairs) * problem.size[1] <= MAX_PRIVACY_ROWS and _coefficients_fit(bounds)
 
 
 #: What the LP routes need of every privacy row's log-bound (epsilon, or epsilon d̄ for metric privacy).
@@ -172,7 +172,8 @@ def _value_rows(problem: FiniteQuery) -> int:
 
 
 def _value_lp_applies(problem: FiniteQuery) -> bool:
-    return problem.privacy == "neighbours" and _value_rows(problem) <= MAX_PRIVACY_ROWS and _coefficients_fit(problem)
+    # neighbour privacy: every row's log-bound is epsilon
+    return problem.privacy == "neighbours" and problem.epsilon <= MAX_COEFFICIENT_EXPONENT and _value_rows(problem) <= MAX_PRIVACY_ROWS
 
 
 def _value_lp_memory(problem: FiniteQuery) -> tuple[float, str]:
