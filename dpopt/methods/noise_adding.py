@@ -154,19 +154,16 @@ def _lp_cost(problem: Any) -> float:
     return float(problem.window * problem.sensitivity) ** 2 if _integer(problem) else float(problem.grid * problem.window) ** 2
 
 
-#: The grid LP writes e^epsilon as a matrix entry (its privacy rows are ``value(a) - e^eps
-#: value(a + j) <= 0``): at epsilon = 35 HiGHS refused it. Scaling the rows by e^-eps instead
-#: puts e^-eps below HiGHS's ``small_matrix_value`` (1e-9) from epsilon = 20.7, which drops
-#: privacy rows.
-GRID_LP_MAX_EPSILON = MAX_COEFFICIENT_EXPONENT
-
-
 def _lp_applies(problem: Any) -> bool:
-    return _integer(problem) or problem.epsilon <= GRID_LP_MAX_EPSILON
+    # The grid LP writes e^epsilon as a matrix entry (its privacy rows are ``value(a) - e^eps
+    # value(a + j) <= 0``): at epsilon = 35 HiGHS refused it. Scaling the rows by e^-eps instead
+    # puts e^-eps below HiGHS's ``small_matrix_value`` (1e-9) from epsilon = 20.7, which drops
+    # privacy rows.
+    return _integer(problem) or problem.epsilon <= MAX_COEFFICIENT_EXPONENT
 
 
 @register(KIND, "lp", exact=True, exact_when=_integer, applies=_lp_applies, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
-          requires=f"for a neighbouring set, epsilon <= {GRID_LP_MAX_EPSILON:g} (e^epsilon is an entry of the grid LP's "
+          requires=f"for a neighbouring set, epsilon <= {MAX_COEFFICIENT_EXPONENT:g} (e^epsilon is an entry of the grid LP's "
                    "matrix, and HiGHS refuses entries above 1e15)",
           summary="window LP with periodic geometric tails (a neighbouring set: the grid LP, an upper bound)")
 def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:

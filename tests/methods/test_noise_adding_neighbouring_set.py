@@ -99,10 +99,10 @@ def test_integer_only_methods_do_not_apply():
 def test_grid_lp_up_to_its_largest_epsilon_and_refused_beyond():
     """Past e^eps = 1e15 HiGHS rejected the grid LP's matrix, and `dpopt compare` ended in a
     solver failure (exit 3) for every method; now the LP does not apply there, naming why."""
-    from dpopt.methods.noise_adding import GRID_LP_MAX_EPSILON
+    from dpopt.solvers import MAX_COEFFICIENT_EXPONENT
 
     v = [[0, 1], [1000, 1001]]
-    at_limit = dpopt.solve(problem(v, GRID_LP_MAX_EPSILON, grid=10, window=2), "lp")
+    at_limit = dpopt.solve(problem(v, MAX_COEFFICIENT_EXPONENT, grid=10, window=2), "lp")
     assert at_limit.certificate.ok and at_limit.status == "optimal"
     beyond = problem(v, 40.0, grid=10, window=2)
     with pytest.raises(InvalidParameterError, match="epsilon <= 34") as info:
