@@ -6,7 +6,8 @@
     dpopt audit PROBLEM.toml [--method NAME] [--samples N] [--seed S] [--confidence C] [--pairs K]
     dpopt sweep SWEEP.toml --output RESULTS.parquet [--workers K] [--scheduler ADDRESS] [--timeout S] [--memory] [--no-progress]
 
-Output is JSON on stdout (``compare``: one object per line). Bad input: one line on
+Output is JSON on stdout (``compare``: one object per line, for every method that gave a
+certified mechanism; each that did not is one line on stderr). Bad input: one line on
 stderr, exit 2. Solver failure: one line naming the solver and its status, exit 3.
 Nothing is written to ``--export`` unless the run succeeded, and nothing uncertified
 leaves with exit 0 (exit 4: the mechanism found does not meet its privacy target).
@@ -30,7 +31,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 
 from dpopt.export import check_export_path
 from dpopt.problem_files import load_problem
-from dpopt.registry import compare, solve
+from dpopt.registry import compare_outcomes, solve
 from dpopt.solution import DATA_KINDS
 from dpopt.limits import MAX_RELEASES
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError, check_int, check_real
@@ -46,6 +47,10 @@ EXIT_AUDIT_FAILED = 5
 
 class UncertifiedError(DPOptError):
     """The method's mechanism does not meet its privacy target (CLI exit status 4)."""
+
+
+Failure = tuple[int, str, object]
+"""A compare method that gave no row: (exit status it sets, 0 for none; label; message)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,15 +145,24 @@ def _stdout_reserved_for_json() -> Iterator[None]:
 
 def _certified(solution: Any) -> Any:
     if not solution.certificate.ok:
-        raise UncertifiedError(
-            f"method {solution.method!r} returned a mechanism that fails its privacy certificate "
-            f"(measured loss {solution.certificate.max_privacy_loss:.6g} > target {solution.certificate.target:.6g}); nothing was released"
-        )
+        raise UncertifiedError(_uncertified_message(solution))
     return solution
 
 
-def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Do the command's work; return the JSON objects to print."""
+def _uncertified_message(solution: Any) -> str:
+    return (f"method {solution.method!r} returned a mechanism that fails its privacy certificate "
+            f"(measured loss {solution.certificate.max_privacy_loss:.6g} > target {solution.certificate.target:.6g}); nothing was released")
+
+
+def _run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Failure]]:
+    """Do the command's work; return the JSON objects to print and what failed beside them."""
+    if args.command == "compare":
+        return _compare_rows(load_problem(args.problem), args.solver)
+    return _rows(args), []
+
+
+def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The JSON objects a command other than ``compare`` prints."""
     if args.command == "sweep":
         from dpopt.sweeps import load_sweep, run_sweep
 
@@ -179,14 +193,6 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
         solution = _certified(solve(problem, args.method, solver=args.solver))
         report = audit_solution(solution, draws=args.samples, confidence=args.confidence, seed=args.seed, random_pairs=args.pairs)
         return [{"kind": solution.kind, "method": solution.method, **report.to_dict()}]
-    if args.command == "compare":
-        solutions = [_certified(s) for s in compare(problem, solver=args.solver)]
-        best = min((s.objective for s in solutions if s.exact), default=float("nan"))
-        rows = []
-        for solution in solutions:
-            ratio = solution.objective / best if best else float("nan")
-            rows.append({**solution.summary(), "ratio_to_optimum": ratio if math.isfinite(ratio) else None})
-        return rows
     count = check_int(args.count, "count", "dpopt sample", low=1, high=MAX_RELEASES)
     if args.seed is not None and args.seed < 0:
         raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
@@ -211,6 +217,36 @@ def _run(args: argparse.Namespace) -> list[dict[str, Any]]:
             "releases": releases.tolist(),
         }
     ]
+
+
+def _compare_rows(problem: Any, solver: str | None) -> tuple[list[dict[str, Any]], list[Failure]]:
+    """One row per certified method, and the methods that did not give one.
+
+    A method refused by the memory estimate, whose solver fails or whose mechanism fails
+    its certificate does not cost the user the other methods' rows: they are printed and
+    each failure is one line on stderr. The memory refusal only skips the method; a solver
+    failure or an uncertified mechanism makes the exit status 3 or 4 (the worse one), so
+    nothing uncertified leaves with exit 0.
+    """
+    solutions: list[Any] = []
+    failures: list[Failure] = []
+    for name, outcome in compare_outcomes(problem, solver=solver):
+        if isinstance(outcome, InvalidParameterError):
+            failures.append((0, f"{name} skipped", outcome))
+        elif isinstance(outcome, SolverError):
+            failures.append((EXIT_SOLVER, f"{name} solver failure", outcome))
+        elif not outcome.certificate.ok:
+            failures.append((EXIT_UNCERTIFIED, f"{name} uncertified", _uncertified_message(outcome)))
+        else:
+            solutions.append(outcome)
+    if not solutions and all(code == 0 for code, _, _ in failures):  # nothing fits: the cheapest method's refusal
+        raise failures[0][2]  # type: ignore[misc]
+    best = min((s.objective for s in solutions if s.exact), default=float("nan"))
+    rows = []
+    for solution in solutions:
+        ratio = solution.objective / best if best else float("nan")
+        rows.append({**solution.summary(), "ratio_to_optimum": ratio if math.isfinite(ratio) else None})
+    return rows, failures
 
 
 def _true_value(problem: Any, value: float | None) -> Any:
@@ -239,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         with _stdout_reserved_for_json():
-            rows = _run(args)
+            rows, failures = _run(args)
             text = "".join(_json_line(row) for row in rows)
     except InvalidParameterError as exc:
         return _fail(EXIT_BAD_INPUT, "error", exc)
@@ -253,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(EXIT_INTERNAL, "internal error (please report it)", f"{type(exc).__name__}: {exc}")
     sys.stdout.write(text)
     sys.stdout.flush()
+    if failures:
+        return max(_fail(code, label, message) for code, label, message in failures)
     if args.command == "audit" and not rows[0]["passed"]:
         return _fail(EXIT_AUDIT_FAILED, "audit failed", f"epsilon >= {rows[0]['epsilon_lower_bound']:.6g} at confidence "
                      f"{rows[0]['confidence']} exceeds the certified {rows[0]['certified_epsilon']:.6g}")

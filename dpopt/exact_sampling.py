@@ -35,10 +35,14 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_geometric", "exact_choice", "exact_choice_rows", "EXACT_SAMPLER", "FLOAT_SAMPLER"]
+__all__ = ["ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_geometric", "exact_choice", "exact_choice_rows", "EXACT_SAMPLER", "FACTORED_SAMPLER", "FLOAT_SAMPLER"]
 
 #: How a release from a finite mechanism is drawn (reported with every release).
 EXACT_SAMPLER = "exact: float64 entries as dyadic rationals, normalised exactly, integer inverse CDF"
+
+#: How a release from a factored mechanism G T is drawn (:meth:`dpopt.mechanisms.factored.FactoredMechanism.sample`).
+FACTORED_SAMPLER = ("exact: G's row (its float64 entries as dyadic rationals while they are normal floats, else the two-sided "
+                    "geometric with alpha as a dyadic rational), then T's float64 row as dyadic rationals")
 
 #: How continuous (and other not yet exact) releases are drawn.
 FLOAT_SAMPLER = "float64 inverse CDF (simulation grade: not exact; see dpopt.exact_sampling)"

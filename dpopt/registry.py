@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import InvalidParameterError, fail
 
-__all__ = ["Method", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_table", "price_of_closed_form", "REGISTRY"]
+__all__ = ["Method", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_outcomes", "compare_table", "price_of_closed_form", "REGISTRY"]
 
 
 class Problem(Protocol):
@@ -267,8 +267,46 @@ def solve(problem: Problem, method: str = "auto", *, solver: str | None = None, 
 
 
 def compare(problem: Problem, *, solver: str | None = None) -> list[Any]:
-    """Solve ``problem`` with every applicable method; return the Solutions."""
-    return [solve(problem, m.name, solver=solver if m.uses_solver else None) for m in _applicable(problem, "compare")]
+    """Solve ``problem`` with every applicable method; return the Solutions.
+
+    Raises the first method's error (see :func:`compare_outcomes` to keep going past it).
+    """
+    return [outcome for _, outcome in _each_outcome(problem, solver)]
+
+
+def compare_outcomes(problem: Problem, *, solver: str | None = None) -> list[tuple[str, Any]]:
+    """Every applicable method's name with its Solution, or with the error that stopped it.
+
+    A method the memory estimate refuses, or whose solver fails, does not stop the others:
+    its outcome is that :class:`InvalidParameterError` or :class:`SolverError`. Any other
+    error, and a ``solver`` that is not installed, is raised before or as it happens.
+    Solutions are returned as solved: a caller releasing them still checks
+    ``solution.certificate.ok``.
+    """
+    return list(_each_outcome(problem, solver, keep_going=True))
+
+
+def _each_outcome(problem: Problem, solver: str | None, *, keep_going: bool = False) -> Iterator[tuple[str, Any]]:
+    from dpopt.validation import SolverError
+
+    methods = _applicable(problem, "compare")
+    if solver is not None:  # a bad solver name is bad input for the whole comparison, before any work
+        _check_solver(problem, next((m for m in methods if m.uses_solver), methods[0]), solver)
+    for chosen in methods:
+        try:
+            _check_memory(problem, chosen)
+        except InvalidParameterError as exc:  # too large for this method; the others may fit
+            if not keep_going:
+                raise
+            yield chosen.name, exc
+            continue
+        try:
+            outcome = solve(problem, chosen.name, solver=solver if chosen.uses_solver else None)
+        except SolverError as exc:
+            if not keep_going:
+                raise
+            outcome = exc
+        yield chosen.name, outcome
 
 
 def compare_table(problem: Problem, *, solver: str | None = None) -> pd.DataFrame:

@@ -119,10 +119,12 @@ class Solution:
     @property
     def sampler_description(self) -> str:
         """Which sampler :meth:`sample` runs (:data:`dpopt.exact_sampling.EXACT_SAMPLER` or the float one)."""
-        from dpopt.exact_sampling import EXACT_SAMPLER, FLOAT_SAMPLER
+        from dpopt.exact_sampling import EXACT_SAMPLER, FACTORED_SAMPLER, FLOAT_SAMPLER
 
         if self.sampling is not None:
             return self.sampling
+        if self.factored is not None:
+            return FACTORED_SAMPLER
         return EXACT_SAMPLER if self.sampler is None else FLOAT_SAMPLER
 
     @property
@@ -131,6 +133,9 @@ class Solution:
         if self.sampler_description.startswith("exact: float64"):
             return ("the mechanism's float64 entries, sampled exactly as rationals with each row normalised exactly "
                     "(the normalisation moves a ratio by at most the certificate's max_row_sum_error)")
+        if self.factored is not None:
+            return ("G T with the float64 alpha and T, measured in log space; G's row is drawn as G itself (its normal "
+                    "float64 entries are within an ulp of it), then T's row exactly")
         if self.sampler_description.startswith("exact"):
             return "the exact release the sampler draws"
         return "the real-valued mechanism, not its floating-point sampler (simulation only; releases refuse it)"

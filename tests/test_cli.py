@@ -34,6 +34,39 @@ def test_compare_prints_one_object_per_method(capsys):
     assert all(r["objective"] == pytest.approx(168 / 415, abs=1e-9) for r in exact)
 
 
+def test_compare_prints_the_certified_rows_when_a_method_fails(capsys, tmp_path):
+    """n epsilon = 800: the dense G of geometric and interaction holds zeros beside non-zeros
+    (alpha^75 underflows), so they fail their certificates; lp and factored do not, and their
+    rows are printed before the exit status says that something failed."""
+    path = tmp_path / "big.toml"
+    path.write_text('kind = "count_query"\nn = 80\nepsilon = 10\n')
+    code, out, err = run(capsys, "compare", str(path))
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == cli.EXIT_UNCERTIFIED
+    assert {r["method"] for r in rows} == {"lp", "factored"} and all(r["certificate"]["ok"] for r in rows)
+    assert min(r["ratio_to_optimum"] for r in rows) == 1.0
+    lines = err.splitlines()
+    assert len(lines) == 2 and all(line.startswith("dpopt: ") and "uncertified" in line for line in lines)
+    assert {line.split()[1] for line in lines} == {"geometric", "interaction"}
+
+
+def test_compare_skips_a_method_too_large_for_memory(capsys, tmp_path, monkeypatch):
+    path = tmp_path / "n400.toml"
+    path.write_text('kind = "count_query"\nn = 400\nalpha = 0.9\n')
+    monkeypatch.setenv("DPOPT_MEMORY_LIMIT", str(50 * 2**20))  # lp and interaction plan > 200 MB at n = 400
+    code, out, err = run(capsys, "compare", str(path))
+    assert code == 0 and {json.loads(line)["method"] for line in out.splitlines()} == {"geometric", "factored"}
+    assert sorted(line.split()[1] for line in err.splitlines()) == ["interaction", "lp"] and "skipped" in err
+    monkeypatch.setenv("DPOPT_MEMORY_LIMIT", "1000")  # nothing fits: bad input in one line, nothing printed
+    code, out, err = run(capsys, "compare", str(path))
+    assert code == cli.EXIT_BAD_INPUT and out == "" and len(err.splitlines()) == 1 and "'n'" in err
+
+
+def test_compare_refuses_an_unknown_solver_before_any_work(capsys):
+    code, out, err = run(capsys, "compare", TABLE1, "--solver", "NOPE")
+    assert code == cli.EXIT_BAD_INPUT and out == "" and "'solver'" in err and len(err.splitlines()) == 1
+
+
 def test_sample_is_seeded(capsys):
     args = ("sample", TABLE1, "--true-value", "2", "--count", "25", "--seed", "4")
     first = json.loads(run(capsys, *args)[1])

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import sparse
 
 from dpopt.certificates import Certificate
-from dpopt.mechanisms.geometric import column_weights, geometric_rows
+from dpopt.mechanisms.geometric import column_weights, exact_geometric_release, geometric_row_is_normal, geometric_rows
 from dpopt.programs.geometric_moments import kernel_moments
 from dpopt.exact_sampling import exact_choice
 from dpopt.sampling import RandomSource
@@ -293,8 +293,18 @@ class FactoredMechanism:
         )
 
     def sample(self, row: int, count: int, source: RandomSource) -> np.ndarray:
-        """Draw through the factors, exactly (:mod:`dpopt.exact_sampling`): r ~ G[row], then the release ~ T[r]."""
-        middle = exact_choice(geometric_rows(self.n, self.alpha, np.array([row]))[0], count, source)
+        """Draw through the factors, exactly (:mod:`dpopt.exact_sampling`): r ~ G[row], then the release ~ T[r].
+
+        G's row is drawn from its float64 entries while they are normal floats, and
+        otherwise as the two-sided geometric itself (:func:`exact_geometric_release`):
+        the certificate measures G T in log space, where alpha^600 is no smaller than it
+        should be, but the float row rounds it to a subnormal or to 0, which a neighbour's
+        row need not (a zero beside a non-zero: an infinite loss in what is released).
+        """
+        if geometric_row_is_normal(self.n, self.alpha, row):
+            middle = exact_choice(geometric_rows(self.n, self.alpha, np.array([row]))[0], count, source)
+        else:
+            middle = exact_geometric_release(row, self.n, self.alpha, count, source)
         out = np.empty(count, dtype=int)
         t = self.remap
         for r in np.unique(middle):

@@ -48,6 +48,8 @@ __all__ = [
     "geometric_inverse",
     "two_sided_geometric",
     "sample_geometric_release",
+    "exact_geometric_release",
+    "geometric_row_is_normal",
     "remap_from_geometric",
     "three_term_condition",
     "derivability",
@@ -55,6 +57,8 @@ __all__ = [
 ]
 
 OWNER = "geometric mechanism"
+#: ln of the smallest normal float64 (2.2e-308), with a margin of e^8 for the row's rounding.
+LOG_SMALLEST_NORMAL = float(np.log(np.finfo(float).tiny)) + 8.0
 
 
 def _alpha(alpha: Any) -> Any:
@@ -228,3 +232,35 @@ def sample_geometric_release(
     n = check_int(n, "n", OWNER, low=1)
     v = check_int(true_value, "true_value", OWNER, low=0, high=n)
     return np.clip(v + two_sided_geometric(alpha, size, rng), 0, n)
+
+
+def exact_geometric_release(true_value: int, n: int, alpha: float, count: int, source: Any) -> np.ndarray:
+    """``count`` draws from row ``true_value`` of ``G_{n,alpha}``, exactly, alpha taken as its dyadic value.
+
+    ``clip(true_value + K1 - K2, 0, n)`` with K1, K2 i.i.d. ``P(K = k) = (1 - alpha) alpha^k``
+    (:func:`dpopt.exact_sampling.exact_geometric`, integer arithmetic only): K1 - K2 is
+    Definition 1's noise, and the mass beyond 0 or n is ``alpha^i / (1 + alpha)``, G's
+    end columns. Unlike a draw from G's float64 row, this stays exact where
+    ``alpha^|i - r|`` leaves the float range (|i - r| epsilon > 708): there the float row
+    holds zeros beside non-zeros, an infinite privacy loss. Expected cost: about
+    ``2 / (1 - alpha)`` vectorised Bernoulli rounds.
+    """
+    from dpopt.exact_sampling import exact_geometric
+
+    n = check_int(n, "n", OWNER, low=1)
+    v = check_int(true_value, "true_value", OWNER, low=0, high=n)
+    a = float(_alpha(alpha))
+    return np.clip(v + exact_geometric(a, count, source) - exact_geometric(a, count, source), 0, n)
+
+
+def geometric_row_is_normal(n: int, alpha: float, row: int) -> bool:
+    """Whether every entry of float row ``row`` of ``G_{n,alpha}`` is a normal float64.
+
+    Then each entry is within a few ulps of ``d_r alpha^|i - r|`` and sampling the row's
+    floats exactly is faithful to G; below the normal range (about e^-708) subnormals lose
+    their relative precision and then round to zero beside non-zero neighbours.
+    """
+    log_alpha = float(np.log(alpha))
+    farthest = max(row, n - row)
+    smallest = float(np.log(np.min(column_weights(n, alpha)))) + farthest * log_alpha
+    return smallest > LOG_SMALLEST_NORMAL

@@ -105,6 +105,30 @@ def test_sampling_through_the_factors_matches_the_dense_row():
     assert stats.chisquare(observed[keep], expected[keep] * observed[keep].sum() / expected[keep].sum()).pvalue > 1e-3
 
 
+def test_sampling_never_draws_a_float_row_that_underflows(monkeypatch):
+    """n = 600, alpha = 0.2: G's float rows hold zeros beside a neighbour's non-zeros (the
+    certificate, in log space, is exact). Releases then come from the two-sided geometric
+    itself, whose law is still G's row."""
+    import dpopt.mechanisms.factored as factored
+
+    f = FactoredMechanism.from_remap(600, 0.2, sparse.eye_array(601, format="csr"))
+    assert f.certificate(-np.log(0.2)).ok
+    real_choice = factored.exact_choice
+
+    def refuse_rows_with_zeros(weights, count, source):
+        assert np.min(weights) > 0, "sampled a float row of G that underflows"
+        return real_choice(weights, count, source)
+
+    monkeypatch.setattr(factored, "exact_choice", refuse_rows_with_zeros)
+    for row in (0, 300, 600):  # 0.2^300 = e^-483: the middle row's floats are still faithful
+        draws = f.sample(row, 60_000, np.random.default_rng(row))
+        observed = np.bincount(draws, minlength=601)
+        expected = geometric_matrix(600, 0.2)[row] * draws.size
+        keep = expected > 5
+        assert observed[~keep].sum() < 10
+        assert stats.chisquare(observed[keep], expected[keep] * observed[keep].sum() / expected[keep].sum()).pvalue > 1e-3
+
+
 def test_negative_or_misshaped_remaps_rejected():
     with pytest.raises(InvalidParameterError):
         FactoredMechanism(n=2, alpha=0.5, remap=sparse.csr_array(-np.eye(3)))

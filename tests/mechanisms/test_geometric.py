@@ -9,7 +9,10 @@ from scipy import stats
 import dpopt
 from dpopt.mechanisms.geometric import (
     derivability,
+    exact_geometric_release,
     geometric_matrix,
+    geometric_row_is_normal,
+    geometric_rows,
     remap_from_geometric,
     sample_geometric_release,
     three_term_condition,
@@ -86,6 +89,34 @@ def test_range_restricted_release_has_the_law_of_g():
     draws = sample_geometric_release(true, n, alpha, 100_000, np.random.default_rng(3))
     observed = np.bincount(draws, minlength=n + 1)
     assert stats.chisquare(observed, geometric_matrix(n, alpha)[true] * draws.size).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("true", [0, 3, 9])
+def test_exact_release_has_the_law_of_g(true):
+    n, alpha = 9, 0.55
+    draws = exact_geometric_release(true, n, alpha, 100_000, np.random.default_rng(11))
+    observed = np.bincount(draws, minlength=n + 1)
+    assert observed.sum() == draws.size and stats.chisquare(observed, geometric_matrix(n, alpha)[true] * draws.size).pvalue > 1e-3
+    shifted = geometric_matrix(n, alpha)[min(true + 1, n - 1)] * draws.size  # a neighbour's row is told apart
+    assert stats.chisquare(observed, shifted).pvalue < 1e-6
+
+
+def test_exact_release_is_reproducible_and_takes_the_secure_source():
+    first = exact_geometric_release(4, 8, 0.3, 50, np.random.default_rng(2))
+    assert np.array_equal(first, exact_geometric_release(4, 8, 0.3, 50, np.random.default_rng(2)))
+    secure = exact_geometric_release(4, 8, 0.3, 50, dpopt.sampling.SecureRandom())
+    assert secure.min() >= 0 and secure.max() <= 8
+
+
+def test_float_rows_leave_the_normal_range_where_the_test_says():
+    """alpha = 0.2, n = 600: alpha^462 is a subnormal, alpha^463 rounds to 0, so the float rows of
+    the neighbours 0 and 1 put 0 and a non-zero on output 463: an infinite loss if sampled."""
+    rows = geometric_rows(600, 0.2, np.array([0, 1]))
+    assert rows[0, 463] == 0.0 < rows[1, 463]
+    assert not geometric_row_is_normal(600, 0.2, 0) and not geometric_row_is_normal(600, 0.2, 600)
+    assert geometric_row_is_normal(600, 0.2, 300)  # 0.2^300 = e^-483
+    assert geometric_row_is_normal(12, 0.5, 0) and geometric_row_is_normal(600, 0.5, 0)  # 0.5^600 = e^-416
+    assert not geometric_row_is_normal(2000, 0.5, 0)  # 0.5^2000 underflows
 
 
 @pytest.mark.parametrize("alpha", [0, 1, -0.1, 1.5, "0.5"])
