@@ -134,6 +134,8 @@ def _export(solution: Any, target: Path, *, dense: bool) -> None:
             size = solution.factored.n + 1
             check_memory(8.0 * 4 * size**2, "dense", "export", True, what=f"the dense {size} x {size} matrix")
         frame = solution.mechanism
+        if solution.factored is not None:
+            _check_dense_certifies(solution, frame)
     meta["digest"] = content_digest(meta, frame)
     suffix = target.suffix.lower()
     writes: list[tuple[Path, Callable[[str], None]]] = []
@@ -148,6 +150,19 @@ def _export(solution: Any, target: Path, *, dense: bool) -> None:
     else:
         writes.append((target, lambda p: _write_npz(frame, meta, p, factored=factored)))
     _commit(writes)
+
+
+def _check_dense_certifies(solution: Any, frame: pd.DataFrame) -> None:
+    """Refuse the dense form of G T when its float64 entries fail the certificate that G T passes in
+    log space (beyond n epsilon = 708 they underflow to zeros beside non-zeros): a reader re-measures
+    the matrix written, and it would refuse it."""
+    from dpopt.certificates import certify
+
+    dense = certify(frame.to_numpy(), solution.certificate.target)
+    if not dense.ok:
+        raise fail("dense", "export", "omitted for this mechanism: its dense float64 matrix fails the privacy certificate "
+                   f"(measured loss {dense.max_privacy_loss:.6g} > {dense.target:.6g}: entries underflow) although G T passes it "
+                   "in log space; export the factored form", True)
 
 
 def _write_parameters(solution: Any, target: Path, meta: dict[str, Any]) -> None:

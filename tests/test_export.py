@@ -131,6 +131,20 @@ def test_factored_exports_are_sparse_and_dense_on_request(tmp_path, solution, su
     np.testing.assert_allclose(sparse_back.mechanism.to_numpy(), dense_back.mechanism.to_numpy(), atol=1e-15)
 
 
+@pytest.mark.parametrize("method", ["geometric", "factored"])
+def test_a_dense_export_that_would_fail_its_certificate_is_refused(tmp_path, method):
+    """n epsilon = 800: G T passes its certificate in log space, but its dense float64 matrix has
+    zeros beside non-zeros, which a reader re-measures as an infinite loss: only the factored
+    form may leave."""
+    solution = dpopt.solve(dpopt.CountQuery(n=80, epsilon=10.0), method)
+    with pytest.raises(InvalidParameterError, match="'dense'"):
+        solution.export(str(tmp_path / "dense.csv"), dense=True)
+    assert list(tmp_path.iterdir()) == []
+    solution.export(str(tmp_path / "sparse.csv"))
+    back = read_solution(tmp_path / "sparse.csv")
+    assert back.certificate.ok and back.objective == pytest.approx(solution.objective, rel=1e-12)
+
+
 def test_parameter_solutions_round_trip_and_are_recertified(tmp_path):
     from dpopt.problem_files import load_problem
     from tests.conftest import PROBLEMS

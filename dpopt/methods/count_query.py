@@ -23,11 +23,12 @@ import numpy as np
 
 from dpopt.certificates import certify, repair as repair_matrix
 from dpopt.lazy_modules import pandas as pd
-from dpopt.mechanisms.factored import FactoredMechanism
+from dpopt.mechanisms.factored import BLOCK, NAMED_ROW_LOSSES, FactoredMechanism
 from dpopt.mechanisms.geometric import geometric_inverse, geometric_matrix
 from dpopt.mechanisms.randomized_response import randomized_response_matrix
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.column_generation import solve_by_column_generation
+from dpopt.programs.column_generation.result import evaluated
 from dpopt.programs.count_query import (
     build_geometric_interaction_program,
     build_gs_program,
@@ -78,15 +79,11 @@ def _lp_cost(problem: CountQuery) -> float:
 
 # Peak-memory estimates (bytes, driving parameter) checked before a method runs
 # (dpopt.limits). The direct LPs hold (n+1)^2 variables with ~4 non-zeros each through
-# cvxpy's canonicalisation and HiGHS (~1.5 KB per variable, generous); the dense closed
-# forms a few (n+1)^2 float arrays; the factored route O(n) (~100 MB at n = 5000) plus
+# cvxpy's canonicalisation and HiGHS (~1.5 KB per variable, generous); the geometric G
+# (held as G I) O(n); the factored route O(n) (~100 MB at n = 5000) plus
 # the dense pricing arrays it forms up to n = 700.
 def _lp_memory(problem: CountQuery) -> tuple[float, str]:
     return 1500.0 * (problem.n + 1) ** 2, "n"
-
-
-def _dense_memory(problem: CountQuery) -> tuple[float, str]:
-    return 8.0 * 6 * (problem.n + 1) ** 2, "n"
 
 
 def _factored_memory(problem: CountQuery) -> tuple[float, str]:
@@ -128,14 +125,26 @@ def solve_interaction(problem: CountQuery, solver: str | None, repair: bool) -> 
     )
 
 
+def _geometric_memory(problem: CountQuery) -> tuple[float, str]:
+    # G T with T = I: O(n) (log-space certificate, kernel recurrences); a loss table is summed
+    # in blocks of BLOCK dense rows
+    return 2_000.0 * (problem.n + 1) + (0.0 if problem.loss_name in NAMED_ROW_LOSSES else 8.0 * 4 * BLOCK * (problem.n + 1)), "n"
+
+
 @register(
-    KIND, "geometric", exact=False, uses_solver=False, cost=lambda p: float(p.n + 1) ** 2 * 1e-3, memory=_dense_memory,
+    KIND, "geometric", exact=False, uses_solver=False, cost=lambda p: float(p.n + 1) * 1e-3, memory=_geometric_memory,
     summary="geometric mechanism G (Definition 4), no remap: an upper bound",
 )
 def solve_geometric(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
-    g = geometric_matrix(problem.n, problem.alpha)
-    cert = certify(g, problem.epsilon, method="by_construction: geometric mechanism")
-    return _solution(problem, g, cert, method="geometric", solver="none", status="closed_form")
+    """G itself, held as ``G T`` with T = I: its certificate is measured in log space and its
+    releases are drawn exactly at any n epsilon (the dense G's entries underflow beyond
+    n epsilon = 708, where a zero beside a neighbour's non-zero measures as an infinite loss)."""
+    mechanism, losses = evaluated(problem, sparse.eye_array(problem.n + 1, format="csr"))
+    return Solution(
+        problem=problem, method="geometric", exact=True, solver="none", status="closed_form", seconds=0.0,
+        objective=float(losses.max()), certificate=mechanism.certificate(problem.epsilon), factored=mechanism,
+        row_loss=pd.Series(losses, index=pd.Index(problem.support, name="true"), name="expected_loss"),
+    )
 
 
 def optimal_interaction(problem: CountQuery, deployed: np.ndarray, *, solver: str | None = None) -> Solution:

@@ -1,5 +1,8 @@
+from fractions import Fraction
+
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import dpopt
 from dpopt.losses import loss_table
@@ -20,6 +23,30 @@ def test_geometric_is_an_upper_bound_and_remap_never_hurts():
     optimum = dpopt.solve(problem)
     assert not geometric.exact and geometric.objective >= optimum.objective - 1e-9
     assert geometric.objective == pytest.approx(worst_case_loss(problem, geometric_matrix(10, 0.7)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 30), st.floats(0.05, 0.95), st.sampled_from(["absolute", "squared", "zero_one", "table"]), st.booleans())
+def test_geometric_objective_equals_the_dense_g(n, alpha, loss, side):
+    """G held as G I (kernel recurrences, or blocks for a table) against sum_r L[i, r] G[i, r] formed densely."""
+    distance = np.abs(np.subtract.outer(np.arange(n + 1), np.arange(n + 1)))
+    table = (np.sqrt(distance) + 0.1 * distance**2).tolist() if loss == "table" else loss  # non-decreasing in |i - r|
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=table, side_information={"lower": n // 2} if side else None)
+    solution = dpopt.solve(problem, "geometric")
+    assert solution.certificate.ok and solution.objective == pytest.approx(worst_case_loss(problem, geometric_matrix(n, alpha)), rel=1e-10)
+
+
+def test_geometric_is_certified_where_its_dense_matrix_underflows():
+    """n epsilon = 800: the dense G holds zeros beside non-zeros (certificate infinite), but G T with
+    T = I is measured in log space and sampled exactly. Its objective against exact rational arithmetic."""
+    problem = dpopt.CountQuery(n=80, epsilon=10.0, loss="absolute")
+    assert not dpopt.certify(geometric_matrix(80, problem.alpha), 10.0).ok
+    solution = dpopt.solve(problem, "geometric")
+    assert solution.certificate.ok and solution.certificate.max_privacy_loss == pytest.approx(10.0, rel=1e-12)
+    exact = geometric_matrix(80, Fraction(problem.alpha))
+    worst = max(sum(abs(i - r) * exact[i, r] for r in range(81)) for i in range(81))
+    assert solution.objective == pytest.approx(float(worst), rel=1e-12)
+    assert set(solution.sample(40, 200, rng=3)) <= set(range(81))
 
 
 def test_side_information_lowers_the_optimum():
