@@ -15,7 +15,9 @@ the floating-point path it replaced (``ratio_to_float``: the same distribution b
 inverse CDF / ``log`` of a uniform) and OpenDP's exact samplers when the ``opendp`` package
 is installed (``ratio_to_opendp``; ``pip install opendp``: it is not a dependency of
 dpopt). Goals: >= 1M exact draws/s for count mechanisms and discrete Laplace, >= 100k/s
-for the discrete Gaussian.
+for the discrete Gaussian. Two rows compare an exact path with the exact path over float64
+weights that it replaced where those weights underflow (``ratio_to_float`` there): G's row
+drawn as the two-sided geometric, and an exponential mechanism drawn from its logits.
 """
 
 from __future__ import annotations
@@ -129,7 +131,8 @@ def _opendp() -> dict[str, Callable[[int, int], Any]]:
 def exact_table(draws: int) -> pd.DataFrame:
     """Exact samplers: draws per second, against the float path and OpenDP in this process."""
     import dpopt
-    from dpopt.exact_sampling import exact_choice
+    from dpopt.exact_sampling import exact_choice, exact_choice_logits
+    from dpopt.mechanisms.geometric import geometric_rows
     from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian, DiscreteLaplace
     from dpopt.mechanisms.integer_noise import PeriodicNoise
     from dpopt.sampling import inverse_cdf
@@ -137,6 +140,7 @@ def exact_table(draws: int) -> pd.DataFrame:
     row = dpopt.solve(dpopt.CountQuery(n=100, alpha=0.9), "lp").mechanism.to_numpy()[50]
     factored = dpopt.solve(dpopt.CountQuery(n=2000, alpha=0.5), "factored")
     geometric = PeriodicNoise.geometric(1, float(np.exp(-1.0)))
+    logits = -np.linspace(0.0, 50.0, 500)
     opendp = _opendp()
     cases = {
         "count_mechanism_row (GS LP, n=100, alpha=0.9)": (
@@ -144,6 +148,12 @@ def exact_table(draws: int) -> pd.DataFrame:
             lambda n, s: inverse_cdf(row, np.random.default_rng(s).random(n)), None),
         "factored G.T (n=2000, alpha=0.5)": (
             lambda n, s: factored.sample(1000, n, rng=s), None, None),
+        "factored G.T row 0 (n=2000, alpha=0.5: float row underflows, two-sided geometric)": (
+            lambda n, s: factored.factored.sample(0, n, np.random.default_rng(s)),
+            lambda n, s: exact_choice(geometric_rows(2000, 0.5, np.array([0]))[0], n, np.random.default_rng(s)), None),
+        "exponential from logits (500 outputs, logits 0..-50)": (
+            lambda n, s: exact_choice_logits(logits, n, np.random.default_rng(s)),
+            lambda n, s: exact_choice(np.exp(logits), n, np.random.default_rng(s)), None),
         "two_sided_geometric (PeriodicNoise, eps=1)": (
             lambda n, s: geometric.sample(n, rng=s), _float_geometric(float(np.exp(-1.0))), opendp.get("discrete_laplace")),
         "discrete_laplace CKS (scale 1)": (

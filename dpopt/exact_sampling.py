@@ -35,10 +35,14 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_geometric", "exact_choice", "exact_choice_rows", "EXACT_SAMPLER", "FACTORED_SAMPLER", "FLOAT_SAMPLER"]
+__all__ = ["ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_bernoulli_fraction", "exact_geometric", "exact_choice", "exact_choice_logits", "dyadic_exp", "exact_choice_rows", "EXACT_SAMPLER", "FACTORED_SAMPLER", "LOGIT_SAMPLER", "FLOAT_SAMPLER"]
 
 #: How a release from a finite mechanism is drawn (reported with every release).
 EXACT_SAMPLER = "exact: float64 entries as dyadic rationals, normalised exactly, integer inverse CDF"
+
+#: How a release from an exponential mechanism's logits is drawn (:func:`exact_choice_logits`).
+LOGIT_SAMPLER = ("exact: weights exp(logit) as dyadic rationals M 2**e (each within a few ulps, none flushed to zero), "
+                 "integer inverse CDF")
 
 #: How a release from a factored mechanism G T is drawn (:meth:`dpopt.mechanisms.factored.FactoredMechanism.sample`).
 FACTORED_SAMPLER = ("exact: G's row (its float64 entries as dyadic rationals while they are normal floats, else the two-sided "
@@ -81,11 +85,23 @@ class ExactDiscrete:
             raise fail("weights", "exact sampling", "finite, >= 0 and not all zero", w[:5])
         ratios = [float(v).as_integer_ratio() for v in w]
         denominator = max(d for _, d in ratios)  # every denominator is a power of two
+        self._set([numerator * (denominator // d) for numerator, d in ratios])
+
+    @classmethod
+    def from_integers(cls, weights: list[int]) -> "ExactDiscrete":
+        """The distribution ``w / sum(w)`` for non-negative Python integers ``w`` (any size)."""
+        if not weights or any(w < 0 for w in weights) or not any(weights):
+            raise fail("weights", "exact sampling", "integers >= 0, not all zero", weights[:5])
+        out = cls.__new__(cls)
+        out._set([int(w) for w in weights])
+        return out
+
+    def _set(self, integers: list[int]) -> None:
         cumulative, total = [], 0
-        for numerator, d in ratios:
-            total += numerator * (denominator // d)
+        for numerator in integers:
+            total += numerator
             cumulative.append(total)
-        self.size = w.size
+        self.size = len(integers)
         self.cumulative = cumulative  # exact boundaries C_1..C_K (C_K = W)
         self.total = total
         self.bits = total.bit_length()
@@ -194,6 +210,97 @@ def exact_geometric(ratio: float, size: int, source: Any) -> np.ndarray:
         k[running[success]] += 1
         running = running[success]
     return k
+
+
+def exact_bernoulli_fraction(numerator: int, denominator: int, size: int, source: Any) -> np.ndarray:
+    """``size`` independent Bernoulli(``numerator / denominator``) draws, exactly, for integers of any size.
+
+    A uniform U in [0, 1) is compared with p word by word of their binary expansions: the
+    first 64-bit word decides unless it equals p's (probability 2**-64 per draw), when the
+    next words of both are compared, and so on; a p whose expansion ends ties only with a U
+    that is at least p.
+    """
+    if denominator <= 0 or numerator < 0:
+        raise fail("probability", "exact sampling", "a fraction in [0, 1]", (numerator, denominator))
+    if numerator >= denominator or numerator == 0:
+        if numerator > denominator:
+            raise fail("probability", "exact sampling", "a fraction in [0, 1]", (numerator, denominator))
+        return np.full(size, numerator == denominator)
+    first, remainder = divmod(numerator << _WORD, denominator)
+    words = random_words(source, size)
+    out = words < np.uint64(first)
+    for position in np.flatnonzero(words == np.uint64(first)):
+        out[position] = _below_after_tie(remainder, denominator, source)
+    return out
+
+
+def _below_after_tie(remainder: int, denominator: int, source: Any) -> bool:
+    """U and p agreed so far; p's rest is ``remainder / denominator``: compare the next words."""
+    while remainder:
+        chunk, remainder = divmod(remainder << _WORD, denominator)
+        word = int(random_words(source, 1)[0])
+        if word != chunk:
+            return word < chunk
+    return False  # p's expansion ended with U equal so far: U >= p
+
+
+#: Weights of :func:`exact_choice_logits` within this many powers of two of the largest
+#: are drawn in one step; the rest (total mass below ``K 2**-DEPTH`` of it) only after an
+#: exact coin says the draw falls among them, which keeps every integer near DEPTH bits.
+LOG_WEIGHT_DEPTH = 960
+
+
+def exact_choice_logits(logits: Any, count: int, source: Any) -> np.ndarray:
+    """``count`` indices drawn exactly from ``exp(logits) / sum(exp(logits))``; no weight is flushed to zero.
+
+    ``exp(l)`` for l far below the largest logit (an exponential mechanism over a large
+    dataset: logits 1,000 apart) is 0 or a subnormal in float64, and a neighbour's weight
+    for the same output need not be: a zero beside a non-zero, an infinite loss. Here each
+    weight is ``M 2**e`` with ``l / ln 2 = e + f`` (e an integer, so never out of range) and
+    ``M = 2**f`` to 53 bits: within a few ulps of ``exp(l)`` at every size. The weights
+    within :data:`LOG_WEIGHT_DEPTH` powers of two of the largest are drawn as integers
+    (:class:`ExactDiscrete`); the rest are reached through an exact coin
+    (:func:`exact_bernoulli_fraction`) with their exact total mass, and drawn the same way.
+    """
+    mantissa, exponent = dyadic_exp(logits)
+    return _draw_by_depth(np.arange(mantissa.size), mantissa, exponent, count, source)
+
+
+def dyadic_exp(logits: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``exp(logits - max(logits))`` as exact dyadic rationals ``mantissa * 2**(exponent - 52)``.
+
+    ``mantissa`` in [2**52, 2**53] and ``exponent`` <= 0 are integers (int64), so no weight
+    leaves the representable range whatever the logits' spread.
+    """
+    l = np.asarray(logits, dtype=float).ravel()
+    if l.size == 0 or not np.isfinite(l).all():
+        raise fail("logits", "exact sampling", "finite numbers, at least one", l[:5])
+    b = (l - l.max()) / np.log(2.0)
+    exponent = np.floor(b)
+    mantissa = np.rint(np.ldexp(np.exp2(b - exponent), 52)).astype(np.int64)
+    return mantissa, exponent.astype(np.int64)
+
+
+def _draw_by_depth(index: np.ndarray, mantissa: np.ndarray, exponent: np.ndarray, count: int, source: Any) -> np.ndarray:
+    """Weights ``mantissa 2**exponent`` (the common 2**-52 cancels): the head within the depth, else the tail."""
+    cut = int(exponent.max()) - LOG_WEIGHT_DEPTH
+    head = exponent >= cut
+    low = int(exponent[head].min())
+    head_weights = [int(m) << int(e - low) for m, e in zip(mantissa[head], exponent[head])]
+    out = np.empty(count, dtype=np.int64)
+    if head.all():
+        out[:] = index[ExactDiscrete.from_integers(head_weights).sample(count, source)]
+        return out
+    tail = ~head
+    bottom = int(exponent[tail].min())
+    tail_mass = sum(int(m) << int(e - bottom) for m, e in zip(mantissa[tail], exponent[tail]))  # units 2**bottom
+    head_mass = sum(head_weights) << (low - bottom)
+    in_tail = exact_bernoulli_fraction(tail_mass, head_mass + tail_mass, count, source)
+    if (~in_tail).any():
+        out[~in_tail] = index[head][ExactDiscrete.from_integers(head_weights).sample(int((~in_tail).sum()), source)]
+    if in_tail.any():
+        out[in_tail] = _draw_by_depth(index[tail], mantissa[tail], exponent[tail], int(in_tail.sum()), source)
+    return out
 
 
 def exact_choice(weights: Any, count: int, source: Any) -> np.ndarray:

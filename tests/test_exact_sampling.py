@@ -148,3 +148,89 @@ def test_every_solution_release_reports_its_sampler_and_matrix_releases_are_exac
     assert solution.summary()["sampler"].startswith("exact")
     laplace = dpopt.solve(dpopt.Calibration(mechanism="laplace", epsilon=1.0))
     assert laplace.summary()["sampler"].startswith("float64")
+
+
+# --- exponential mechanisms: weights exp(logit) that float64 would flush to zero -------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1e5, 50.0), min_size=1, max_size=10))
+def test_dyadic_exp_is_exp_to_a_few_ulps_and_never_zero(logits):
+    """``mantissa 2**(exponent - 52)`` against exp(l - max) in 50-digit decimal arithmetic: relative error
+    within a few ulps of the logit's own rounding (|l| 2**-53), and positive at every spread."""
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 50
+    mantissa, exponent = es.dyadic_exp(logits)
+    top = max(logits)
+    for l, m, e in zip(logits, mantissa, exponent):
+        exact = (Decimal(l) - Decimal(top)).exp()
+        weight = Decimal(int(m)) * Decimal(2) ** int(e - 52)
+        assert weight > 0 and abs(weight / exact - 1) <= Decimal(4 * 2.0**-53 * (2 + abs(l - top)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 2**200), st.integers(1, 2**200), st.lists(st.integers(0, 2**64 - 1), max_size=4))
+def test_exact_bernoulli_fraction_decides_ties_by_the_exact_expansion(a, b, later):
+    """Force U's first word onto p's (a tie), then U's next words from ``later`` and zeros after: with the
+    k words consumed, U lies in [low, low + 2**-64k), and the draw must be True only if all of that
+    interval is below p, False only if all of it is at least p."""
+    numerator, denominator = min(a, b), max(a, b)
+    if numerator == denominator:
+        return
+    stream = iter([(numerator << 64) // denominator, *later])
+    consumed: list[int] = []
+
+    def words(source, size):
+        consumed.extend(next(stream, 0) for _ in range(size))
+        return np.array(consumed[-size:], dtype=np.uint64)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(es, "random_words", words)
+        drawn = bool(es.exact_bernoulli_fraction(numerator, denominator, 1, None)[0])
+    low = sum(Fraction(w, 2 ** (64 * (i + 1))) for i, w in enumerate(consumed))
+    p = Fraction(numerator, denominator)
+    assert (drawn and low + Fraction(1, 2 ** (64 * len(consumed))) <= p) or (not drawn and low >= p)
+
+
+def test_exact_bernoulli_fraction_frequencies_and_extremes():
+    rng = np.random.default_rng(4)
+    assert abs(es.exact_bernoulli_fraction(1, 3, 200_000, rng).mean() - 1 / 3) < 0.005
+    assert not es.exact_bernoulli_fraction(1, 1 << 3000, 1000, rng).any()
+    assert es.exact_bernoulli_fraction(7, 7, 5, rng).all() and not es.exact_bernoulli_fraction(0, 7, 5, rng).any()
+    with pytest.raises(InvalidParameterError):
+        es.exact_bernoulli_fraction(8, 7, 1, rng)
+
+
+@pytest.mark.parametrize("depth", [es.LOG_WEIGHT_DEPTH, 2])
+def test_exact_choice_logits_follows_the_softmax(monkeypatch, depth):
+    """Depth 2 sends four of the five weights through the tail's exact coins, level by level."""
+    monkeypatch.setattr(es, "LOG_WEIGHT_DEPTH", depth)
+    logits = np.array([0.0, -1.5, -3.0, -4.5, -6.0])
+    draws = es.exact_choice_logits(logits, 300_000, np.random.default_rng(depth))
+    observed = np.bincount(draws, minlength=5)
+    expected = np.exp(logits) / np.exp(logits).sum() * draws.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    assert stats.chisquare(observed, np.roll(expected, 1)).pvalue < 1e-6
+
+
+def test_smalldb_never_samples_float_probabilities_that_underflow(monkeypatch):
+    """SmallDB on 40,000 records: logits 5,833 apart, so the float64 probabilities of 106 of the 120
+    candidates are exactly 0 (a neighbouring histogram's need not be); the release draws from the
+    logits, where every candidate keeps a positive weight."""
+    import dataclasses
+
+    from dpopt.dx.smalldb import SmallDB
+    from dpopt.problem_files import load_problem
+    from tests.conftest import PROBLEMS
+
+    base = load_problem(PROBLEMS / "dx_smalldb.toml")
+    problem = dataclasses.replace(base, n=40_000, histogram=[1000 * v for v in base.histogram])
+    solution = dpopt.solve(problem, "smalldb_preprocessing")
+    db = SmallDB(solution.details["transformed"], solution.details["scale"], problem.metric, problem.synthetic_size)
+    _, floats = db.probabilities(problem.histogram)
+    assert (floats == 0).sum() > 100
+    _, logits = db.logits(problem.histogram)
+    assert (es.dyadic_exp(logits)[0] > 0).all()
+    monkeypatch.setattr(es, "exact_choice", lambda *args: pytest.fail("sampled float64 probabilities"))
+    releases = solution.sample(None, 50, rng=1)
+    assert solution.summary()["sampler"] == es.LOGIT_SAMPLER and np.asarray(releases).shape[0] == 50

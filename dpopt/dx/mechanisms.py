@@ -26,7 +26,7 @@ from scipy.spatial.distance import pdist
 
 from dpopt.dx.metric import DXMetric
 from dpopt.dx.scales import PrivacyCheck, check_privacy
-from dpopt.exact_sampling import exact_choice
+from dpopt.exact_sampling import exact_choice_logits
 from dpopt.mechanisms.laplace import laplace_ppf
 from dpopt.sampling import check_count, inverse_cdf, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_int, check_real, fail
@@ -146,14 +146,20 @@ class DXExponentialMechanism:
             raise fail("utilities", "dx exponential mechanism", f"a finite (R, N = {metric.size}) table", u)
         return float(_sensitivity_ratios(u, metric).max(initial=0.0))
 
-    def probabilities(self, histogram: Any) -> np.ndarray:
+    def logits(self, histogram: Any) -> np.ndarray:
+        """``<U_r, x> / (2c)``: output r has probability ``~ exp(logit_r)``."""
         x = check_histogram(histogram, self.metric.size, "dx exponential mechanism")
-        logits = (self.utilities @ x) / (2.0 * self.scale)
+        return (self.utilities @ x) / (2.0 * self.scale)
+
+    def probabilities(self, histogram: Any) -> np.ndarray:
+        """The output distribution in float64 (far outputs underflow to 0; :meth:`sample` never flushes them)."""
+        logits = self.logits(histogram)
         return np.exp(logits - special.logsumexp(logits))
 
     def sample(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
+        """Output indices drawn exactly from the logits (:func:`dpopt.exact_sampling.exact_choice_logits`)."""
         count = check_count(count, "dx exponential mechanism")
-        return exact_choice(self.probabilities(histogram), count, resolve_rng(rng, secure=secure))
+        return exact_choice_logits(self.logits(histogram), count, resolve_rng(rng, secure=secure))
 
 
 def dx_mwem(

@@ -191,24 +191,35 @@ class SmallDB:
         rows = [np.bincount(c, minlength=self.metric.size) for c in itertools.combinations_with_replacement(range(self.metric.size), self.synthetic_size)]
         return np.array(rows, dtype=float)
 
-    def probabilities(self, histogram: Any) -> tuple[np.ndarray, np.ndarray]:
-        """``(candidates, probabilities)`` of the output given the true histogram."""
+    def logits(self, histogram: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(candidates, logits)``: the output is y with probability ``~ exp(logit_y)``."""
         x = np.asarray(histogram, dtype=float)
         n = float(x.sum())
         y = self.candidates()
         gap = np.abs(self.transformed @ x - (n / self.synthetic_size) * (y @ self.transformed.T)).max(axis=1)
-        logits = -gap / 2.0  # u' / (2c) with u' = -c * gap
+        return y, -gap / 2.0  # u' / (2c) with u' = -c * gap
+
+    def probabilities(self, histogram: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(candidates, probabilities)`` of the output given the true histogram (float64: far
+        candidates underflow to 0 here; :meth:`sample` never flushes them)."""
+        y, logits = self.logits(histogram)
         weights = np.exp(logits - logits.max())
         return y, weights / weights.sum()
 
     def sample(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """``count`` synthetic databases (rows), exact over the enumerated candidates."""
-        from dpopt.exact_sampling import exact_choice
+        """``count`` synthetic databases (rows), exact over the enumerated candidates.
+
+        Drawn from the logits (:func:`dpopt.exact_sampling.exact_choice_logits`), not from
+        :meth:`probabilities`: with thousands of records the logits span more than float64's
+        e^-745, and a candidate whose weight rounds to 0 here but not for a neighbouring
+        histogram would be an infinite loss.
+        """
+        from dpopt.exact_sampling import exact_choice_logits
         from dpopt.sampling import check_count, resolve_rng
 
         count = check_count(count, "smalldb")
-        y, p = self.probabilities(histogram)
-        return y[exact_choice(p, count, resolve_rng(rng, secure=secure))]
+        y, logits = self.logits(histogram)
+        return y[exact_choice_logits(logits, count, resolve_rng(rng, secure=secure))]
 
     def answers(self, synthetic: np.ndarray, n: float) -> np.ndarray:
         """``c (n / m) q'(y)`` for each synthetic database (rows)."""

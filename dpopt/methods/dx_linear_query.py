@@ -35,7 +35,7 @@ import numpy as np
 from dpopt.certificates import Certificate
 from dpopt.dx.evaluation import improvement_factor
 from dpopt.dx.linf import exact_linf_scales
-from dpopt.exact_sampling import EXACT_SAMPLER
+from dpopt.exact_sampling import LOGIT_SAMPLER
 from dpopt.dx.mechanisms import DXLaplaceMechanism, check_histogram
 from dpopt.dx.scales import (
     alternating,
@@ -250,7 +250,7 @@ def smalldb_solution(problem: DXLinearQuery, transformed: np.ndarray, scale: flo
     return Solution(
         problem=problem, method=method, exact=True, solver="none", status="closed_form", seconds=0.0,
         objective=smalldb_bound(transformed, scale, problem.matrix, problem.n, parameters["gamma"]),
-        certificate=cert, parameters=parameters, sampler=sampler, sampling=EXACT_SAMPLER,  # SmallDB: exact over its candidates
+        certificate=cert, parameters=parameters, sampler=sampler, sampling=LOGIT_SAMPLER,  # SmallDB: exact over its candidates
         details={"transformed": transformed, "scale": float(scale)},
     )
 

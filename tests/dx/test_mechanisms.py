@@ -54,6 +54,23 @@ def test_exponential_mechanism_checks_theorem_3():
     assert np.abs(np.log(p) - np.log(mech.probabilities(moved))).max() <= METRIC.matrix[0, 7] * (1 + 1e-12)
 
 
+def test_exponential_mechanism_samples_its_logits_not_its_float_probabilities(monkeypatch):
+    """A million records: the logits span ~10^4, so the float64 probabilities of the far outputs are 0
+    (and a neighbouring histogram's need not be); the draws come from the logits, which follow the softmax."""
+    import dpopt.exact_sampling as es
+
+    utilities = np.linspace(0, 1, 4)[:, None] * np.ones((4, 20)) + RNG.uniform(0, 1e-3, (4, 20))
+    mech = DXExponentialMechanism(utilities, DXExponentialMechanism.smallest_scale(utilities, METRIC), METRIC)
+    big = HIST * 2000
+    assert (mech.probabilities(big) == 0).sum() >= 2
+    monkeypatch.setattr(es, "exact_choice", lambda *args: pytest.fail("sampled float64 probabilities"))
+    assert set(mech.sample(big, 100, rng=2)) == {3}  # the largest utility: every other output is below e^-700
+    wide = DXExponentialMechanism(utilities, max(mech.scale, np.ptp(utilities @ HIST) / 4.0), METRIC)  # logits 2 apart
+    draws = wide.sample(HIST, 40_000, rng=3)
+    observed = np.bincount(draws, minlength=4)
+    assert stats.chisquare(observed, wide.probabilities(HIST) * draws.size).pvalue > 1e-3
+
+
 def test_smallest_scale_equals_a_loop_over_pairs_and_the_refusal_names_the_binding_pair():
     utilities = RNG.uniform(0, 1, (3, 20))
     ratios = {(a, b): np.abs(utilities[:, a] - utilities[:, b]).max() / METRIC.matrix[a, b]
