@@ -26,7 +26,7 @@ from scipy.sparse import coo_array
 from scipy.sparse.csgraph import shortest_path
 
 from dpopt.mechanisms.noise import check_epsilon
-from dpopt.exact_sampling import exact_choice, exact_geometric, uniform_below
+from dpopt.exact_sampling import exact_choice_logits, exact_geometric, uniform_below
 from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_int, fail
 
@@ -90,7 +90,7 @@ class LadderMechanism:
         return np.where(rung >= 0, prob, 0.0)
 
     def sample(self, true_value: int, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        """Exact draws (:mod:`dpopt.exact_sampling`): the rung from its float weights (geometric with
+        """Exact draws (:mod:`dpopt.exact_sampling`): the rung from its weights' logits (geometric with
         the float ratio b beyond the ladder), then a uniform point of the rung by an unbiased integer."""
         value = check_int(true_value, "true_value", OWNER)
         count = check_count(count, OWNER)
@@ -98,8 +98,14 @@ class LadderMechanism:
         m, b = len(self.ladder), np.exp(-self.epsilon)
         top = self.ladder[-1]
         _, size = self._rungs(m)
-        weights = np.append(size * b ** np.arange(m), 2 * top * b**m / (1 - b))
-        rung = exact_choice(weights, count, source)
+        # rung weights |S_i| e^(-i eps) and the tail's mass, as logits: with m eps > 745 the float
+        # weights would hold zeros beside non-zeros (exact_choice_logits never flushes them)
+        rungs = np.flatnonzero(size > 0)  # a step of 0 leaves its rung empty: weight exactly 0
+        logits = np.log(size[rungs].astype(float)) - self.epsilon * rungs
+        if top > 0:
+            rungs = np.append(rungs, m)
+            logits = np.append(logits, np.log(2.0 * top) - self.epsilon * m - np.log(-np.expm1(-self.epsilon)))
+        rung = rungs[exact_choice_logits(logits, count, source)]
         extra = exact_geometric(float(b), count, source)
         rung = np.where(rung == m, m + extra, rung)  # geometric number of rungs past the ladder
         radius, sizes = self._rungs(int(rung.max()) + 1)

@@ -27,6 +27,38 @@ def test_sampler_chi_square():
     assert stats.chisquare(observed, expected).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("ladder", [(0, 0, 1, 3), (0, 0, 0), (2, 2)])
+def test_sampler_chi_square_with_empty_rungs_and_no_tail(ladder):
+    """A step of 0 leaves a rung empty (never drawn); a last step of 0 leaves no tail."""
+    mech = LadderMechanism(ladder=ladder, epsilon=0.6)
+    draws = mech.sample(0, 60_000, rng=5)
+    values = np.arange(-12, 13)
+    observed = np.array([(draws == v).sum() for v in values] + [(np.abs(draws) > 12).sum()])
+    expected = np.append(mech.pmf(values), 1 - mech.pmf(values).sum()) * draws.size
+    keep = expected > 0
+    assert observed[~keep].sum() == 0
+    assert keep.sum() == 1 or stats.chisquare(observed[keep], expected[keep]).pvalue > 1e-3
+
+
+def test_rung_weights_are_never_flushed_to_zero(monkeypatch):
+    """epsilon = 40 over 30 rungs: e^(-40 i) underflows from rung 19 on, so float weights would put 0
+    beside a neighbour's non-zero; the rung is drawn from its logits, never from float weights."""
+    import dpopt.exact_sampling as es
+    import dpopt.mechanisms.ladder as ladder
+
+    seen = []
+    real = es.exact_choice_logits
+
+    def spy(logits, count, source):
+        seen.append(np.asarray(logits))
+        return real(logits, count, source)
+
+    monkeypatch.setattr(ladder, "exact_choice_logits", spy)
+    mech = LadderMechanism(ladder=tuple(range(1, 31)), epsilon=40.0)
+    assert (np.abs(mech.sample(0, 1000, rng=2)) <= 1).all()  # S_0 = {-1, 0, 1}; the rest has weight below e^-40
+    assert seen and seen[0].size == 31 and np.exp(seen[0]).min() == 0.0 and (es.dyadic_exp(seen[0])[0] > 0).all()
+
+
 def test_ladders_of_a_path():
     # f on a path of 4 datasets: local sensitivities 2, 3, 3, 1
     ladders = ladders_from_universe([0, 2, 5, 6], [[0, 1], [1, 2], [2, 3]])
