@@ -1,7 +1,7 @@
 """The ``dpopt`` command line (see DESIGN.md: a contract that users and checks rely on).
 
     dpopt solve PROBLEM.toml [--method auto|lp|NAME] [--solver NAME] [--export PATH]
-    dpopt compare PROBLEM.toml
+    dpopt compare PROBLEM.toml [--solver NAME] [--timeout S]
     dpopt sample PROBLEM.toml --true-value V [--count K] [--seed S | --secure]
     dpopt audit PROBLEM.toml [--method NAME] [--samples N] [--seed S] [--confidence C] [--pairs K]
     dpopt sweep SWEEP.toml --output RESULTS.parquet [--workers K] [--scheduler ADDRESS] [--timeout S] [--memory] [--no-progress]
@@ -31,7 +31,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 
 from dpopt.export import check_export_path
 from dpopt.problem_files import load_problem
-from dpopt.registry import compare_outcomes, solve
+from dpopt.registry import compare_outcomes, compare_plan, solve
 from dpopt.solution import DATA_KINDS
 from dpopt.limits import MAX_RELEASES
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError, check_int, check_real
@@ -73,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     compare_cmd = commands.add_parser("compare", help="every applicable method side by side, one JSON per line")
     compare_cmd.add_argument("problem", metavar="PROBLEM.toml")
     compare_cmd.add_argument("--solver", default=None)
+    compare_cmd.add_argument("--timeout", type=_finite_float, default=None, metavar="S",
+                             help="stop a method after S seconds (each method runs in its own process) and skip it")
 
     sample_cmd = commands.add_parser("sample", help="draw releases from the solved, certified mechanism")
     sample_cmd.add_argument("problem", metavar="PROBLEM.toml")
@@ -145,19 +147,22 @@ def _stdout_reserved_for_json() -> Iterator[None]:
 
 def _certified(solution: Any) -> Any:
     if not solution.certificate.ok:
-        raise UncertifiedError(_uncertified_message(solution))
+        cert = solution.certificate
+        raise UncertifiedError(_uncertified_message(solution.method, cert.max_privacy_loss, cert.target))
     return solution
 
 
-def _uncertified_message(solution: Any) -> str:
-    return (f"method {solution.method!r} returned a mechanism that fails its privacy certificate "
-            f"(measured loss {solution.certificate.max_privacy_loss:.6g} > target {solution.certificate.target:.6g}); nothing was released")
+def _uncertified_message(method: str, loss: float | None, target: float) -> str:
+    """``loss`` None: infinite (a summary's JSON holds no inf)."""
+    shown = "inf" if loss is None else f"{loss:.6g}"
+    return (f"method {method!r} returned a mechanism that fails its privacy certificate "
+            f"(measured loss {shown} > target {target:.6g}); nothing was released")
 
 
 def _run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Failure]]:
     """Do the command's work; return the JSON objects to print and what failed beside them."""
     if args.command == "compare":
-        return _compare_rows(load_problem(args.problem), args.solver)
+        return _compare_rows(load_problem(args.problem), args.solver, args.timeout)
     return _rows(args), []
 
 
@@ -219,34 +224,63 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     ]
 
 
-def _compare_rows(problem: Any, solver: str | None) -> tuple[list[dict[str, Any]], list[Failure]]:
+def _compare_rows(problem: Any, solver: str | None, timeout: float | None) -> tuple[list[dict[str, Any]], list[Failure]]:
     """One row per certified method, and the methods that did not give one.
 
-    A method refused by the memory estimate, whose solver fails or whose mechanism fails
-    its certificate does not cost the user the other methods' rows: they are printed and
-    each failure is one line on stderr. The memory refusal only skips the method; a solver
-    failure or an uncertified mechanism makes the exit status 3 or 4 (the worse one), so
-    nothing uncertified leaves with exit 0.
+    A method refused by the memory estimate or stopped at ``timeout``, whose solver fails or
+    whose mechanism fails its certificate does not cost the user the other methods' rows:
+    they are printed and each failure is one line on stderr. A memory refusal or a timeout
+    only skips the method; a solver failure or an uncertified mechanism makes the exit status
+    3 or 4 (the worse one), so nothing uncertified leaves with exit 0.
     """
-    solutions: list[Any] = []
+    summaries: list[dict[str, Any]] = []
     failures: list[Failure] = []
-    for name, outcome in compare_outcomes(problem, solver=solver):
-        if isinstance(outcome, InvalidParameterError):
-            failures.append((0, f"{name} skipped", outcome))
-        elif isinstance(outcome, SolverError):
-            failures.append((EXIT_SOLVER, f"{name} solver failure", outcome))
-        elif not outcome.certificate.ok:
-            failures.append((EXIT_UNCERTIFIED, f"{name} uncertified", _uncertified_message(outcome)))
+    for name, outcome in _compare_outcomes(problem, solver, timeout):
+        if isinstance(outcome, tuple):
+            failures.append(outcome)
+        elif not outcome["certificate"]["ok"]:
+            cert = outcome["certificate"]
+            failures.append((EXIT_UNCERTIFIED, f"{name} uncertified", _uncertified_message(name, cert["max_privacy_loss"], cert["target"])))
         else:
-            solutions.append(outcome)
-    if not solutions and all(code == 0 for code, _, _ in failures):  # nothing fits: the cheapest method's refusal
+            summaries.append(outcome)
+    if not summaries and all(code == 0 for code, _, _ in failures):  # nothing ran: the cheapest method's refusal
         raise failures[0][2]  # type: ignore[misc]
-    best = min((s.objective for s in solutions if s.exact), default=float("nan"))
+    best = min((s["objective"] for s in summaries if s["exact"] and s["objective"] is not None), default=float("nan"))
     rows = []
-    for solution in solutions:
-        ratio = solution.objective / best if best else float("nan")
-        rows.append({**solution.summary(), "ratio_to_optimum": ratio if math.isfinite(ratio) else None})
+    for summary in summaries:
+        ratio = summary["objective"] / best if best and summary["objective"] is not None else float("nan")
+        rows.append({**summary, "ratio_to_optimum": ratio if math.isfinite(ratio) else None})
     return rows, failures
+
+
+def _compare_outcomes(problem: Any, solver: str | None, timeout: float | None) -> Iterator[tuple[str, Any]]:
+    """Each method's summary dict, or the :data:`Failure` that stands for it; in-process without a timeout."""
+    if timeout is None:
+        for name, outcome in compare_outcomes(problem, solver=solver):
+            if isinstance(outcome, InvalidParameterError):
+                yield name, (0, f"{name} skipped", outcome)
+            elif isinstance(outcome, SolverError):
+                yield name, (EXIT_SOLVER, f"{name} solver failure", outcome)
+            else:
+                yield name, outcome.summary()
+        return
+    from dpopt.method_processes import solve_in_process
+
+    check_real(timeout, "timeout", "dpopt compare", low=0.0, low_open=True, high=7 * 86400.0)
+    for method, refusal in compare_plan(problem, solver=solver):
+        name = method.name
+        if refusal is not None:
+            yield name, (0, f"{name} skipped", refusal)
+            continue
+        result = solve_in_process(problem, name, solver if method.uses_solver else None, timeout)
+        if result.kind == "summary":
+            yield name, result.value
+        elif result.kind == "timeout":
+            yield name, (0, f"{name} skipped", result.value)
+        elif result.kind == "solver_error":
+            yield name, (EXIT_SOLVER, f"{name} solver failure", result.value)
+        else:
+            yield name, (EXIT_INTERNAL, f"{name} failed", result.value)
 
 
 def _true_value(problem: Any, value: float | None) -> Any:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Protocol
 from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import InvalidParameterError, fail
 
-__all__ = ["Method", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_outcomes", "compare_table", "price_of_closed_form", "REGISTRY"]
+__all__ = ["Method", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_outcomes", "compare_plan", "compare_table", "price_of_closed_form", "REGISTRY"]
 
 
 class Problem(Protocol):
@@ -286,19 +286,34 @@ def compare_outcomes(problem: Problem, *, solver: str | None = None) -> list[tup
     return list(_each_outcome(problem, solver, keep_going=True))
 
 
-def _each_outcome(problem: Problem, solver: str | None, *, keep_going: bool = False) -> Iterator[tuple[str, Any]]:
-    from dpopt.validation import SolverError
+def compare_plan(problem: Problem, *, solver: str | None = None) -> list[tuple[Method, InvalidParameterError | None]]:
+    """The methods :func:`compare` runs, in order, each with its memory refusal (None where it fits).
 
+    A ``solver`` that is not installed is bad input for the whole comparison: raised here,
+    before any work.
+    """
     methods = _applicable(problem, "compare")
-    if solver is not None:  # a bad solver name is bad input for the whole comparison, before any work
+    if solver is not None:
         _check_solver(problem, next((m for m in methods if m.uses_solver), methods[0]), solver)
+    plan: list[tuple[Method, InvalidParameterError | None]] = []
     for chosen in methods:
         try:
             _check_memory(problem, chosen)
         except InvalidParameterError as exc:  # too large for this method; the others may fit
+            plan.append((chosen, exc))
+            continue
+        plan.append((chosen, None))
+    return plan
+
+
+def _each_outcome(problem: Problem, solver: str | None, *, keep_going: bool = False) -> Iterator[tuple[str, Any]]:
+    from dpopt.validation import SolverError
+
+    for chosen, refusal in compare_plan(problem, solver=solver):
+        if refusal is not None:
             if not keep_going:
-                raise
-            yield chosen.name, exc
+                raise refusal
+            yield chosen.name, refusal
             continue
         try:
             outcome = solve(problem, chosen.name, solver=solver if chosen.uses_solver else None)

@@ -60,6 +60,28 @@ def test_compare_skips_a_method_too_large_for_memory(capsys, tmp_path, monkeypat
     assert code == cli.EXIT_BAD_INPUT and out == "" and len(err.splitlines()) == 1 and "'n'" in err
 
 
+def test_compare_with_a_timeout_skips_the_methods_still_running(capsys, tmp_path):
+    """n = 300, alpha = 0.9: the direct LPs take minutes; each method runs in its own process, and those
+    not done within 3 s are stopped and named; the others' rows are the in-process ones."""
+    path = tmp_path / "n300.toml"
+    path.write_text('kind = "count_query"\nn = 300\nalpha = 0.9\n')
+    code, out, err = run(capsys, "compare", str(path), "--timeout", "3")
+    rows = {r["method"]: r for r in map(json.loads, out.splitlines())}
+    assert code == 0 and set(rows) == {"geometric", "factored"}
+    assert sorted(line.split()[1] for line in err.splitlines()) == ["interaction", "lp"] and err.count("skipped") == 2
+    assert "within 3 s" in err
+    code, out, _ = run(capsys, "compare", TABLE1, "--timeout", "120")
+    isolated = {r["method"]: r["objective"] for r in map(json.loads, out.splitlines())}
+    code_here, out_here, _ = run(capsys, "compare", TABLE1)
+    assert code == code_here == 0 and isolated == pytest.approx({r["method"]: r["objective"] for r in map(json.loads, out_here.splitlines())}, rel=1e-12)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1e9"])
+def test_compare_refuses_a_bad_timeout(capsys, value):
+    code, out, err = run(capsys, "compare", TABLE1, "--timeout", value)
+    assert code == cli.EXIT_BAD_INPUT and out == "" and "'timeout'" in err and len(err.splitlines()) == 1
+
+
 def test_compare_refuses_an_unknown_solver_before_any_work(capsys):
     code, out, err = run(capsys, "compare", TABLE1, "--solver", "NOPE")
     assert code == cli.EXIT_BAD_INPUT and out == "" and "'solver'" in err and len(err.splitlines()) == 1

@@ -1,0 +1,69 @@
+"""One registered method in a process of its own, stopped when its time is up (``dpopt compare --timeout``).
+
+A solver cannot be interrupted from Python (HiGHS and Clarabel run in C++ until they finish),
+so a method that must be stopped runs in a child process, which is killed at the deadline.
+The child sends back the solution's :meth:`~dpopt.solution.Solution.summary` (plain JSON
+values), never the mechanism: what leaves the child is what ``compare`` prints.
+The processes come from the sweep's context (:func:`dpopt.sweeps._isolation_context`:
+forkserver with the solvers preloaded, else spawn), and a child ends when its parent does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+__all__ = ["MethodOutcome", "solve_in_process"]
+
+
+@dataclass(frozen=True)
+class MethodOutcome:
+    """What a method's process gave: ``kind`` is ``"summary"`` (``value``: the summary dict),
+    ``"solver_error"`` or ``"error"`` (``value``: the message), or ``"timeout"``."""
+
+    kind: str
+    value: Any
+
+
+def _child(problem: Any, method: str, solver: str | None, connection: Any, parent: int) -> None:
+    from dpopt.registry import solve
+    from dpopt.sweeps import _exit_when_gone
+    from dpopt.validation import SolverError
+
+    _exit_when_gone(parent)
+    try:
+        outcome = MethodOutcome("summary", solve(problem, method, solver=solver).summary())
+    except SolverError as exc:
+        outcome = MethodOutcome("solver_error", str(exc))
+    except Exception as exc:  # sent back whole: the parent says what failed, in one line
+        outcome = MethodOutcome("error", f"{type(exc).__name__}: {exc}")
+    connection.send(outcome)
+    connection.close()
+
+
+def solve_in_process(problem: Any, method: str, solver: str | None, timeout: float) -> MethodOutcome:
+    """Solve ``problem`` with ``method`` in a fresh process; stop it after ``timeout`` seconds."""
+    from dpopt.sweeps import _isolation_context
+
+    context = _isolation_context()
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(problem, method, solver, send, os.getpid()), daemon=True)
+    start = time.monotonic()
+    process.start()
+    send.close()
+    try:
+        if not wait([receive], timeout=max(0.0, timeout - (time.monotonic() - start))):
+            return MethodOutcome("timeout", f"no result within {timeout:g} s (its process was stopped)")
+        try:
+            return receive.recv()
+        except (EOFError, OSError):  # ended without a result: killed, out of memory
+            process.join()
+            return MethodOutcome("error", f"its process ended without a result (exit code {process.exitcode})")
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join()
+        receive.close()
