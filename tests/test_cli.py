@@ -34,18 +34,46 @@ def test_compare_prints_one_object_per_method(capsys):
     assert all(r["objective"] == pytest.approx(168 / 415, abs=1e-9) for r in exact)
 
 
-def test_compare_prints_the_certified_rows_when_a_method_fails(capsys, tmp_path):
-    """n epsilon = 800: interaction's dense G T holds zeros beside non-zeros (alpha^75 underflows),
-    so it fails its certificate; the others do not, and their rows are printed before the exit
-    status says that something failed."""
+def test_compare_prints_the_certified_rows_when_a_method_fails(capsys, monkeypatch):
+    """geometric's solver fails and interaction's mechanism fails its certificate (both made to):
+    lp's and factored's rows are still printed, each failure is one line, and the exit status is
+    the worse one (4: uncertified)."""
+    import dataclasses
+
+    from dpopt.certificates import Certificate
+    from dpopt.registry import REGISTRY
+    from dpopt.validation import SolverError
+
+    methods = REGISTRY["count_query"]
+
+    def failing(problem, solver, repair):
+        raise SolverError("HIGHS", "Infeasible", "made to fail")
+
+    def uncertified(problem, solver, repair):
+        solution = methods["lp"].run(problem, None, True)
+        return dataclasses.replace(solution, certificate=Certificate.measured(float("inf"), problem.epsilon, (0, 1, 0), 0.0, 0.0))
+
+    monkeypatch.setitem(methods, "geometric", dataclasses.replace(methods["geometric"], run=failing))
+    monkeypatch.setitem(methods, "interaction", dataclasses.replace(methods["interaction"], run=uncertified))
+    code, out, err = run(capsys, "compare", TABLE1)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == cli.EXIT_UNCERTIFIED
+    assert {r["method"] for r in rows} == {"lp", "factored"} and all(r["certificate"]["ok"] for r in rows)
+    assert all(r["ratio_to_optimum"] == pytest.approx(1.0, abs=1e-8) for r in rows)
+    lines = sorted(err.splitlines())
+    assert len(lines) == 2 and lines[0].startswith("dpopt: geometric solver failure: Solver HIGHS")
+    assert lines[1].startswith("dpopt: interaction uncertified: ") and "measured loss inf" in lines[1]
+
+
+def test_compare_certifies_every_count_method_where_the_dense_g_underflows(capsys, tmp_path):
+    """n epsilon = 800: geometric and interaction are held as G T, certified in log space (their dense
+    matrices, with zeros beside non-zeros, failed their certificates and the whole compare exited 4)."""
     path = tmp_path / "big.toml"
     path.write_text('kind = "count_query"\nn = 80\nepsilon = 10\n')
     code, out, err = run(capsys, "compare", str(path))
-    rows = [json.loads(line) for line in out.splitlines()]
-    assert code == cli.EXIT_UNCERTIFIED
-    assert {r["method"] for r in rows} == {"lp", "factored", "geometric"} and all(r["certificate"]["ok"] for r in rows)
-    assert min(r["ratio_to_optimum"] for r in rows) == 1.0
-    assert err.startswith("dpopt: interaction uncertified: ") and len(err.splitlines()) == 1
+    rows = {r["method"]: r for r in map(json.loads, out.splitlines())}
+    assert code == 0 and err == "" and set(rows) == {"lp", "factored", "geometric", "interaction"}
+    assert rows["interaction"]["objective"] == pytest.approx(rows["factored"]["objective"], rel=1e-6)
 
 
 def test_compare_skips_a_method_too_large_for_memory(capsys, tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ import numpy as np
 from dpopt.certificates import certify, repair as repair_matrix
 from dpopt.lazy_modules import pandas as pd
 from dpopt.mechanisms.factored import BLOCK, NAMED_ROW_LOSSES, FactoredMechanism
-from dpopt.mechanisms.geometric import geometric_inverse, geometric_matrix
+from dpopt.mechanisms.geometric import geometric_inverse
 from dpopt.mechanisms.randomized_response import randomized_response_matrix
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.column_generation import solve_by_column_generation
@@ -112,16 +112,19 @@ def solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
     summary="geometric mechanism + consumer's optimal remap (Theorem 1)",
 )
 def solve_interaction(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
-    g = geometric_matrix(problem.n, problem.alpha)
+    """The program's x read back as ``G T`` with ``T = G^{-1} x`` clipped to >= 0 and renormalised
+    (any row-stochastic T keeps G's privacy), held factored: certified in log space and sampled
+    exactly at any n epsilon, where the dense ``G T`` underflows (n epsilon > 708)."""
     program = build_geometric_interaction_program(problem)
     info = run_program(program.program, solver=solver, owner="count_query interaction")
     remap = np.clip(geometric_inverse(problem.n, problem.alpha) @ program.x.value, 0.0, None)
-    remap /= remap.sum(axis=1, keepdims=True)  # any row-stochastic remap keeps G's privacy
-    x = g @ remap
-    cert = certify(x, problem.epsilon, method="by_construction: geometric mechanism + stochastic remap")
-    return _solution(
-        problem, x, cert, method="interaction", solver=info.solver, status=info.status,
-        details={"solver_objective": info.objective, "solver_max_violation": info.max_violation, "remap": mechanism_frame(remap)},
+    mechanism, losses = evaluated(problem, sparse.csr_array(remap))
+    return Solution(
+        problem=problem, method="interaction", exact=True, solver=info.solver, status=info.status, seconds=0.0,
+        objective=float(losses.max()), certificate=mechanism.certificate(problem.epsilon), factored=mechanism,
+        row_loss=pd.Series(losses, index=pd.Index(problem.support, name="true"), name="expected_loss"),
+        details={"solver_objective": info.objective, "solver_max_violation": info.max_violation,
+                 "remap": mechanism_frame(mechanism.remap.toarray())},
     )
 
 
