@@ -170,28 +170,12 @@ def uniform_below(bounds: np.ndarray, source: Any) -> np.ndarray:
 
 
 def exact_bernoulli(probability: float, size: int, source: Any) -> np.ndarray:
-    """``size`` independent Bernoulli(p) draws, p a float in [0, 1] taken as its exact dyadic value.
-
-    ``p = M / 2**E``: success iff a uniform E-bit integer R is below M. R's top 64 bits decide
-    unless they equal M's (probability 2**-64 per draw), when the rest is compared exactly.
-    """
+    """``size`` independent Bernoulli(p) draws, p a float in [0, 1] taken as its exact dyadic value
+    (:func:`exact_bernoulli_fraction` of ``p = M / 2**E``)."""
     p = float(probability)
     if not 0.0 <= p <= 1.0:
         raise fail("probability", "exact sampling", "a number in [0, 1]", p)
-    if p in (0.0, 1.0):
-        return np.full(size, p == 1.0)
-    numerator, denominator = p.as_integer_ratio()
-    bits = denominator.bit_length() - 1
-    shift = max(bits - _WORD, 0)
-    words = random_words(source, size)
-    if shift == 0:
-        r = words >> np.uint64(_WORD - bits) if bits < _WORD else words
-        return r < np.uint64(numerator)
-    top = np.uint64(numerator >> shift)
-    out = words < top
-    for position in np.flatnonzero(words == top):
-        out[position] = ((int(words[position]) << shift) | _random_bits(source, shift)) < numerator
-    return out
+    return exact_bernoulli_fraction(*p.as_integer_ratio(), size, source)
 
 
 def exact_geometric(ratio: float, size: int, source: Any) -> np.ndarray:
@@ -220,11 +204,9 @@ def exact_bernoulli_fraction(numerator: int, denominator: int, size: int, source
     next words of both are compared, and so on; a p whose expansion ends ties only with a U
     that is at least p.
     """
-    if denominator <= 0 or numerator < 0:
+    if not 0 <= numerator <= denominator or denominator == 0:
         raise fail("probability", "exact sampling", "a fraction in [0, 1]", (numerator, denominator))
-    if numerator >= denominator or numerator == 0:
-        if numerator > denominator:
-            raise fail("probability", "exact sampling", "a fraction in [0, 1]", (numerator, denominator))
+    if numerator in (0, denominator):
         return np.full(size, numerator == denominator)
     first, remainder = divmod(numerator << _WORD, denominator)
     words = random_words(source, size)
@@ -272,10 +254,10 @@ def dyadic_exp(logits: Any) -> tuple[np.ndarray, np.ndarray]:
     ``mantissa`` in [2**52, 2**53] and ``exponent`` <= 0 are integers (int64), so no weight
     leaves the representable range whatever the logits' spread.
     """
-    l = np.asarray(logits, dtype=float).ravel()
-    if l.size == 0 or not np.isfinite(l).all():
-        raise fail("logits", "exact sampling", "finite numbers, at least one", l[:5])
-    b = (l - l.max()) / np.log(2.0)
+    values = np.asarray(logits, dtype=float).ravel()
+    if values.size == 0 or not np.isfinite(values).all():
+        raise fail("logits", "exact sampling", "finite numbers, at least one", values[:5])
+    b = (values - values.max()) / np.log(2.0)
     exponent = np.floor(b)
     mantissa = np.rint(np.ldexp(np.exp2(b - exponent), 52)).astype(np.int64)
     return mantissa, exponent.astype(np.int64)
