@@ -73,6 +73,14 @@ def _solution(problem: CountQuery, x: np.ndarray, certificate: Any, **fields: An
     )
 
 
+def _factored_solution(problem: CountQuery, mechanism: FactoredMechanism, losses: np.ndarray, **fields: Any) -> Solution:
+    """A Solution holding ``G T`` (certified in log space) with its exact expected losses on S."""
+    return Solution(
+        problem=problem, certificate=mechanism.certificate(problem.epsilon), factored=mechanism, seconds=0.0,
+        row_loss=pd.Series(losses, index=pd.Index(problem.support, name="true"), name="expected_loss"), **fields,
+    )
+
+
 def _lp_cost(problem: CountQuery) -> float:
     return float(problem.n + 1) ** 3
 
@@ -119,12 +127,10 @@ def solve_interaction(problem: CountQuery, solver: str | None, repair: bool) -> 
     info = run_program(program.program, solver=solver, owner="count_query interaction")
     remap = np.clip(geometric_inverse(problem.n, problem.alpha) @ program.x.value, 0.0, None)
     mechanism, losses = evaluated(problem, sparse.csr_array(remap))
-    return Solution(
-        problem=problem, method="interaction", exact=True, solver=info.solver, status=info.status, seconds=0.0,
-        objective=float(losses.max()), certificate=mechanism.certificate(problem.epsilon), factored=mechanism,
-        row_loss=pd.Series(losses, index=pd.Index(problem.support, name="true"), name="expected_loss"),
-        details={"solver_objective": info.objective, "solver_max_violation": info.max_violation,
-                 "remap": mechanism_frame(mechanism.remap.toarray())},
+    return _factored_solution(
+        problem, mechanism, losses, method="interaction", exact=True, solver=info.solver, status=info.status,
+        objective=float(losses.max()), details={"solver_objective": info.objective, "solver_max_violation": info.max_violation,
+                                                "remap": mechanism_frame(mechanism.remap.toarray())},
     )
 
 
@@ -143,11 +149,8 @@ def solve_geometric(problem: CountQuery, solver: str | None, repair: bool) -> So
     releases are drawn exactly at any n epsilon (the dense G's entries underflow beyond
     n epsilon = 708, where a zero beside a neighbour's non-zero measures as an infinite loss)."""
     mechanism, losses = evaluated(problem, sparse.eye_array(problem.n + 1, format="csr"))
-    return Solution(
-        problem=problem, method="geometric", exact=True, solver="none", status="closed_form", seconds=0.0,
-        objective=float(losses.max()), certificate=mechanism.certificate(problem.epsilon), factored=mechanism,
-        row_loss=pd.Series(losses, index=pd.Index(problem.support, name="true"), name="expected_loss"),
-    )
+    return _factored_solution(problem, mechanism, losses, method="geometric", exact=True, solver="none", status="closed_form",
+                              objective=float(losses.max()))
 
 
 def optimal_interaction(problem: CountQuery, deployed: np.ndarray, *, solver: str | None = None) -> Solution:
@@ -193,20 +196,16 @@ def _factored_cost(problem: CountQuery) -> float:
 )
 def solve_factored(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
     result = solve_by_column_generation(problem)
-    cert = result.mechanism.certificate(problem.epsilon)
-    losses = pd.Series(result.row_losses, index=pd.Index(problem.support, name="true"), name="expected_loss")
     closed = result.within(GAP_TOLERANCE)
-    return Solution(
-        problem=problem,
+    return _factored_solution(
+        problem,
+        result.mechanism,
+        result.row_losses,
         method="factored",
         exact=closed,
         solver="HIGHS",
         status="optimal" if closed else "gap_above_tolerance",
-        seconds=0.0,
         objective=result.upper_bound,
-        certificate=cert,
-        factored=result.mechanism,
-        row_loss=losses,
         details={
             "lower_bound": result.lower_bound,
             "upper_bound": result.upper_bound,
