@@ -100,13 +100,19 @@ class LinfScales:
 def _first_order_bound(sigma: np.ndarray, value: float, gradient: np.ndarray, a: np.ndarray, d: np.ndarray) -> float:
     """``g(s*) + min_{s >= 0, a s <= d} grad . (s - s*)``: a lower bound on min g over those rows.
 
-    Each row is scaled to a largest coefficient of 1 (the same set): HiGHS drops coefficients
-    below 1e-9, and with a budget of 1e-9 in the metric every coefficient was that small, so
-    the LP lost its rows and came back unbounded.
+    Each variable is measured in units of the largest value its rows allow it alone
+    (``min_r d_r / a_rk``), then each row is scaled to a largest coefficient of 1 (the same
+    set): HiGHS drops coefficients below 1e-9, and with a budget of 1e-9 in the metric every
+    coefficient was that small, so the LP lost its rows and came back unbounded; with one
+    budget of 1e-13 beside 2 the variables were 1e13 apart and HiGHS ended "unknown".
     """
-    scale = np.abs(a).max(axis=1)
+    with np.errstate(divide="ignore"):
+        reach = np.where(a > 0, d[:, None] / np.where(a > 0, a, 1.0), np.inf).min(axis=0)
+    reach = np.where(np.isfinite(reach) & (reach > 0), reach, 1.0)
+    scaled = a * reach[None, :]
+    scale = np.abs(scaled).max(axis=1)
     scale = np.where(scale > 0, scale, 1.0)
-    result = optimize.linprog(gradient, A_ub=a / scale[:, None], b_ub=d / scale, bounds=(0, None), method="highs")
+    result = optimize.linprog(gradient * reach, A_ub=scaled / scale[:, None], b_ub=d / scale, bounds=(0, None), method="highs")
     if result.status != 0:
         raise SolverError("HIGHS", result.message, "(exact_linf first-order bound)")
     return float(value + result.fun - gradient @ sigma)

@@ -177,19 +177,25 @@ def solve_exact(
     if not used.any():
         return c, PairReport(total, len(d), 0, 0)
     a = diff[:, used]
-    unit = float((a.sum(axis=1) / d).max())  # Strategy 2's scale: keeps the program well scaled
+    # each scale in units of its own query's sensitivity u_k = max_r a_rk / d_r: every feasible
+    # c has c_k >= u_k, and c = K u is feasible, so c_k / u_k lies in [1, K] whatever the
+    # metric's spread (one budget of 1e-10 beside 2 left one scale 1e10 times the others,
+    # and Clarabel failed on the mixed rows); every row coefficient a_rk / (u_k d_r) is <= 1
+    unit = (a / d[:, None]).max(axis=0)
+    rows_scaled = a / (d[:, None] * unit[None, :])
+    weight = unit / unit.max()
 
     def solve(rows: np.ndarray) -> np.ndarray:
         s_var = cp.Variable(int(used.sum()), pos=True, name="s")
         if objective in ("norm", "l1"):  # ||c||^2, or E||Y||_1 = sum c (Theorem 2, part 2, with c Q' = Q)
-            cost = cp.sum_squares(s_var) if objective == "norm" else cp.sum(s_var)
-            program = cp.Problem(cp.Minimize(cost), [(a[rows] / unit) @ cp.inv_pos(s_var) <= d[rows]])
+            cost = cp.sum_squares(cp.multiply(weight, s_var)) if objective == "norm" else weight @ s_var
+            program = cp.Problem(cp.Minimize(cost), [rows_scaled[rows] @ cp.inv_pos(s_var) <= 1.0])
             _run_conic(program, solver, "dx exact scales")
             return unit * np.asarray(s_var.value, dtype=float)
         # s is t * unit here: maximise the geometric mean of t (same optimum as sum log t,
         # but second-order-cone representable: Clarabel's exponential cone stalled on
         # these many nearly redundant rows)
-        program = cp.Problem(cp.Maximize(cp.geo_mean(s_var)), [(a[rows] / (unit * d[rows, None])) @ s_var <= 1.0])
+        program = cp.Problem(cp.Maximize(cp.geo_mean(s_var)), [rows_scaled[rows] @ s_var <= 1.0])
         _run_conic(program, solver, "dx exact improvement factor")
         return unit / np.asarray(s_var.value, dtype=float)
 
@@ -340,18 +346,22 @@ def _rescale_to_private(c: np.ndarray, diff: np.ndarray, d: np.ndarray, used: np
 def essential_pairs(metric: DXMetric, *, block: int = 16) -> tuple[np.ndarray, np.ndarray]:
     """Finite pairs (i < j) not implied by the triangle inequality.
 
-    A pair with ``d(i, j) >= d(i, k) + d(k, j)`` for some k != i, j is dropped: every
-    constraint here bounds a pseudo-metric in (i, j) (``||Q'_i - Q'_j||_1``, its
-    weighted form, ``|p_i - p_j| / c``), so (i, k) and (k, j) imply it. Vectorised over
-    blocks of k.
+    A pair with ``d(i, j) >= d(i, k) + d(k, j)`` (to 1e-12) for some k != i, j, both parts
+    shorter than d(i, j), is dropped: every constraint here bounds a pseudo-metric in (i, j)
+    (``||Q'_i - Q'_j||_1``, its weighted form, ``|p_i - p_j| / c``), so (i, k) and (k, j)
+    imply it, and by induction on d the kept pairs imply every dropped one. "Shorter" is
+    asked for, not implied by the sum: with the tolerance, a part of 1e-13 beside two of 2
+    (Example 1 with a budget of 1e-13) made (i, j) and (k, j) imply each other, both were
+    dropped, and the exact routes then left a query unconstrained (scale 0). Vectorised
+    over blocks of k.
     """
     d = metric.matrix
     n = metric.size
     implied = np.zeros((n, n), dtype=bool)
     for start in range(0, n, block):
         ks = np.arange(start, min(start + block, n))
-        through = d[:, ks].T[:, :, None] + d[ks, :][:, None, :]  # (block, n, n)
-        hit = through <= d[None, :, :] * (1 + 1e-12)
+        into, out = d[:, ks].T[:, :, None], d[ks, :][:, None, :]  # (block, n, 1), (block, 1, n)
+        hit = (into + out <= d[None, :, :] * (1 + 1e-12)) & (into < d[None, :, :]) & (out < d[None, :, :])
         hit[np.arange(ks.size), ks, :] = False  # k = i is not a detour
         hit[np.arange(ks.size), :, ks] = False  # k = j is not a detour
         implied |= hit.any(axis=0)

@@ -262,11 +262,13 @@ def not_implied(w: np.ndarray, slack: float = 0.0) -> np.ndarray:
 
     ``w`` holds log-bounds: ``x[u, r] <= e^w[u, v] x[v, r]``. The row of (a, b) follows from
     those of (a, c) and (c, b) whenever ``w[a, c] + w[c, b] <= w[a, b] (1 + slack)`` with both
-    parts positive (group privacy along a shortest path): both parts are then shorter than
-    ``w[a, b]``, so by induction on the bound every dropped row is implied by kept ones (up to
-    the factor ``e^(slack w[a, b])``: the relaxations of :mod:`dpopt.programs.finite_query`,
-    which only need a lower bound, use 1e-12; the LP uses 0). Requiring positive parts keeps
-    two datasets at distance 0 from dropping each other's rows in a circle.
+    parts positive and shorter than ``w[a, b]`` (group privacy along a shortest path), so by
+    induction on the bound every dropped row is implied by kept ones (up to the factor
+    ``e^(slack w[a, b])``: the relaxations of :mod:`dpopt.programs.finite_query`, which only
+    need a lower bound, use 1e-12; the LP uses 0). Both conditions are asked for, not implied
+    by the sum: in floats, or with the slack, a part below w[a, b]'s last digit (w[a, c] =
+    1e-17 beside w[c, b] = w[a, b] = 2) makes (a, b) and (c, b) imply each other, and both
+    would be dropped; parts of 0 would drop rows in a circle the same way.
     """
     keep = np.isfinite(w) & ~np.eye(len(w), dtype=bool)
     bound = w * (1 + slack) if slack else w
@@ -274,7 +276,8 @@ def not_implied(w: np.ndarray, slack: float = 0.0) -> np.ndarray:
         # a part that is not positive becomes +inf: its sum then implies no finite bound
         into = np.where(w[:, c] > 0, w[:, c], np.inf)
         out = np.where(w[c, :] > 0, w[c, :], np.inf)
-        keep &= ~(into[:, None] + out[None, :] <= bound)
+        shorter = (into[:, None] < w) & (out[None, :] < w)
+        keep &= ~((into[:, None] + out[None, :] <= bound) & shorter)
     return keep
 
 

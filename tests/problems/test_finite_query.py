@@ -53,6 +53,19 @@ def test_a_zero_distance_pair_does_not_drop_itself():
     assert {tuple(p) for p in unimplied_pairs(d).tolist()} == {(0, 1), (0, 2), (1, 2)}
 
 
+@pytest.mark.parametrize("tiny", [1e-17, 1e-13])
+def test_a_leg_below_the_last_digit_does_not_drop_two_rows_that_imply_each_other(tiny):
+    """d(0, 1) = tiny beside d(0, 2) = d(1, 2) = 2: in floats (1e-17) or with the relaxation's slack
+    (1e-13), (0, 2) via 1 and (1, 2) via 0 each pass the sum test, and both rows were dropped, so
+    nothing bounded dataset 2 against the others. A detour counts only through shorter parts."""
+    from dpopt.problems.finite_query import not_implied
+
+    d = np.array([[0.0, tiny, 2.0], [tiny, 0.0, 2.0], [2.0, 2.0, 0.0]])
+    for slack in (0.0, 1e-12):
+        keep = not_implied(d, slack=slack)
+        assert keep[0, 1] and keep[0, 2] and keep[1, 2]
+
+
 @pytest.mark.parametrize("m", [40, 60])
 def test_metric_privacy_on_a_long_path_is_the_neighbour_lp(m):
     """A path of 40 datasets with metric privacy at epsilon = 1 wrote e^39 into the LP, above
