@@ -357,11 +357,17 @@ def essential_pairs(metric: DXMetric, *, block: int = 16) -> tuple[np.ndarray, n
     """
     d = metric.matrix
     n = metric.size
+    positive = d[np.isfinite(d) & (d > 0)]
+    # a part can reach d(i, j) only if the other is within 1e-12 d(i, j) <= 1e-12 max d: unless
+    # some distance is that small, the sum test alone is exact (and twice as fast: 841 cities)
+    tiny_parts = bool(positive.size) and positive.min() <= 4e-12 * positive.max()
     implied = np.zeros((n, n), dtype=bool)
     for start in range(0, n, block):
         ks = np.arange(start, min(start + block, n))
         into, out = d[:, ks].T[:, :, None], d[ks, :][:, None, :]  # (block, n, 1), (block, 1, n)
-        hit = (into + out <= d[None, :, :] * (1 + 1e-12)) & (into < d[None, :, :]) & (out < d[None, :, :])
+        hit = into + out <= d[None, :, :] * (1 + 1e-12)
+        if tiny_parts:
+            hit &= (into < d[None, :, :]) & (out < d[None, :, :])
         hit[np.arange(ks.size), ks, :] = False  # k = i is not a detour
         hit[np.arange(ks.size), :, ks] = False  # k = j is not a detour
         implied |= hit.any(axis=0)
