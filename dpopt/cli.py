@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     sweep_cmd.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a Dask scheduler to run the cells on")
     sweep_cmd.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     sweep_cmd.add_argument("--memory", action="store_true", help="measure each cell's peak memory (peak_mib; slower)")
-    sweep_cmd.add_argument("--timeout", type=float, default=None, metavar="S",
+    sweep_cmd.add_argument("--timeout", type=_finite_float, default=None, metavar="S",
                            help="stop a cell after S seconds (each cell runs in its own process; status 'timeout')")
     return parser
 
@@ -118,7 +118,7 @@ def _finite_float(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"--true-value must be a finite number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"a finite number is required, got {text!r}")  # argparse names the option
     return value
 
 

@@ -95,6 +95,10 @@ def test_a_metric_file_is_never_echoed(tmp_path):
     [
         (("sample", TABLE1, "--true-value", "nan"), "finite"),
         (("sample", TABLE1, "--true-value", "inf"), "finite"),
+        # each float option is named by its own name (all three once said "--true-value")
+        (("audit", TABLE1, "--confidence", "nan"), "--confidence: a finite number"),
+        (("compare", TABLE1, "--timeout", "inf"), "--timeout: a finite number"),
+        (("sweep", TABLE1, "--output", "x.parquet", "--timeout", "nan"), "--timeout: a finite number"),
         (("sample", TABLE1, "--true-value", "1", "--count", str(10**12)), "'count'"),
         (("sample", TABLE1, "--true-value", "1", "--count", str(10**8), "--secure"), "'count'"),
         (("sample", str(PROBLEMS / "dx_example1.toml"), "--true-value", "3"), "'true-value'"),
