@@ -243,8 +243,11 @@ def _compare_rows(problem: Any, solver: str | None, timeout: float | None) -> tu
             failures.append((EXIT_UNCERTIFIED, f"{name} uncertified", _uncertified_message(name, cert["max_privacy_loss"], cert["target"])))
         else:
             summaries.append(outcome)
-    if not summaries and all(code == 0 for code, _, _ in failures):  # nothing ran: the cheapest method's refusal
-        raise failures[0][2]  # type: ignore[misc]
+    if not summaries and all(code == 0 for code, _, _ in failures):  # every method skipped: bad input, one line
+        if timeout is not None and any(not isinstance(message, DPOptError) for _, _, message in failures):
+            raise InvalidParameterError("timeout", "dpopt compare", "long enough for some method to finish "
+                                        "(each was stopped or does not fit in memory)", timeout)
+        raise failures[0][2]  # type: ignore[misc]  # the cheapest method's memory refusal
     best = min((s["objective"] for s in summaries if s["exact"] and s["objective"] is not None), default=float("nan"))
     rows = []
     for summary in summaries:

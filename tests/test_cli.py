@@ -104,6 +104,11 @@ def test_compare_with_a_timeout_skips_the_methods_still_running(capsys, tmp_path
     assert code == code_here == 0 and isolated == pytest.approx({r["method"]: r["objective"] for r in map(json.loads, out_here.splitlines())}, rel=1e-12)
 
 
+def test_compare_where_every_method_is_stopped_names_the_timeout(capsys):
+    code, out, err = run(capsys, "compare", TABLE1, "--timeout", "0.001")
+    assert code == cli.EXIT_BAD_INPUT and out == "" and "'timeout'" in err and len(err.splitlines()) == 1
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "1e9"])
 def test_compare_refuses_a_bad_timeout(capsys, value):
     code, out, err = run(capsys, "compare", TABLE1, "--timeout", value)
