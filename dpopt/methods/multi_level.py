@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from dpopt.certificates import certify
+from dpopt.certificates import adjacent_pairs, certify, repair as repair_matrix
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.exact_sampling import EXACT_SAMPLER
@@ -92,10 +92,40 @@ def solve_lp(problem: MultiLevelRelease, solver: str | None, repair: bool) -> So
         remaps.append(t.value)
         solvers.add(info.solver)
         statuses.add(info.status)
-    return _solution(
+    weights = _mix_until_private(problem, remaps) if repair else []
+    solution = _solution(
         problem, remaps, method="lp",
         solver=",".join(sorted(solvers)) or "none", status=",".join(sorted(statuses)) or "optimal",
     )
+    if any(weights):
+        solution.details["remap_mixing_weights"] = weights
+    return solution
+
+
+def _mix_until_private(problem: MultiLevelRelease, remaps: list[np.ndarray]) -> list[float]:
+    """Make each level's marginal meet its epsilon by mixing its remap with the uniform one, in place.
+
+    An interior-point solver's T is feasible to ~1e-8, so a level's marginal ``M T`` can
+    exceed its epsilon by more than the certificate's tolerance (Clarabel on the shipped
+    three-level file). ``(1 - lam) T + lam U`` gives the marginal ``(1 - lam) M T + lam U``
+    (M's rows sum to 1), so the weight that :func:`dpopt.certificates.repair` finds for the
+    marginal repairs the remap; levels are repaired in order, each on the repaired chain.
+    Returns the weights (0 where the level already passed).
+    """
+    size = problem.n + 1
+    pairs = adjacent_pairs(size)
+    marginal = geometric_matrix(problem.n, problem.levels[0])
+    weights = []
+    for i, alpha in enumerate(problem.levels[1:]):
+        t = np.clip(remaps[i], 0.0, None)
+        t /= t.sum(axis=1, keepdims=True)
+        weight = repair_matrix(marginal @ t, -float(np.log(alpha)), pairs=pairs)[1].mixing_weight
+        if weight:
+            t = (1.0 - weight) * t + weight / size
+        remaps[i] = t
+        weights.append(float(weight))
+        marginal = marginal @ t
+    return weights
 
 
 #: Largest deviation of a level's chain marginal from G at its alpha accepted on read
