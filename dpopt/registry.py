@@ -294,7 +294,11 @@ def compare_plan(problem: Problem, *, solver: str | None = None) -> list[tuple[M
     """
     methods = _applicable(problem, "compare")
     if solver is not None:
-        _check_solver(problem, next((m for m in methods if m.uses_solver), methods[0]), solver)
+        programs = [m for m in methods if m.uses_solver]
+        if not programs:
+            raise fail("solver", problem.kind, "omitted: no method that applies uses a solver ("
+                       + ", ".join(m.name for m in methods) + " are solver-free)", solver)
+        _check_solver(problem, programs[0], solver)
     plan: list[tuple[Method, InvalidParameterError | None]] = []
     for chosen in methods:
         try:

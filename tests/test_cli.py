@@ -115,6 +115,11 @@ def test_compare_refuses_a_bad_timeout(capsys, value):
     assert code == cli.EXIT_BAD_INPUT and out == "" and "'timeout'" in err and len(err.splitlines()) == 1
 
 
+def test_compare_refuses_a_solver_where_no_method_uses_one(capsys):
+    code, out, err = run(capsys, "compare", str(PROBLEMS / "calibration_truncated_gg.toml"), "--solver", "SCS")
+    assert code == cli.EXIT_BAD_INPUT and out == "" and "'solver'" in err and "no method that applies uses a solver" in err
+
+
 def test_compare_refuses_an_unknown_solver_before_any_work(capsys):
     code, out, err = run(capsys, "compare", TABLE1, "--solver", "NOPE")
     assert code == cli.EXIT_BAD_INPUT and out == "" and "'solver'" in err and len(err.splitlines()) == 1
