@@ -256,14 +256,21 @@ def _compare_rows(problem: Any, solver: str | None, timeout: float | None) -> tu
     return rows, failures
 
 
+#: How a compare method that gave no summary is reported: (exit status it sets, 0 for none; label).
+_COMPARE_FAILURES = {"skipped": (0, "skipped"), "solver_error": (EXIT_SOLVER, "solver failure"), "error": (EXIT_INTERNAL, "failed")}
+
+
 def _compare_outcomes(problem: Any, solver: str | None, timeout: float | None) -> Iterator[tuple[str, Any]]:
     """Each method's summary dict, or the :data:`Failure` that stands for it; in-process without a timeout."""
+
+    def failure(name: str, kind: str, message: object) -> tuple[str, Failure]:
+        code, label = _COMPARE_FAILURES[kind]
+        return name, (code, f"{name} {label}", message)
+
     if timeout is None:
         for name, outcome in compare_outcomes(problem, solver=solver):
-            if isinstance(outcome, InvalidParameterError):
-                yield name, (0, f"{name} skipped", outcome)
-            elif isinstance(outcome, SolverError):
-                yield name, (EXIT_SOLVER, f"{name} solver failure", outcome)
+            if isinstance(outcome, (InvalidParameterError, SolverError)):
+                yield failure(name, "skipped" if isinstance(outcome, InvalidParameterError) else "solver_error", outcome)
             else:
                 yield name, outcome.summary()
         return
@@ -271,19 +278,14 @@ def _compare_outcomes(problem: Any, solver: str | None, timeout: float | None) -
 
     check_real(timeout, "timeout", "dpopt compare", low=0.0, low_open=True, high=7 * 86400.0)
     for method, refusal in compare_plan(problem, solver=solver):
-        name = method.name
         if refusal is not None:
-            yield name, (0, f"{name} skipped", refusal)
+            yield failure(method.name, "skipped", refusal)
             continue
-        result = solve_in_process(problem, name, solver if method.uses_solver else None, timeout)
+        result = solve_in_process(problem, method.name, solver if method.uses_solver else None, timeout)
         if result.kind == "summary":
-            yield name, result.value
-        elif result.kind == "timeout":
-            yield name, (0, f"{name} skipped", result.value)
-        elif result.kind == "solver_error":
-            yield name, (EXIT_SOLVER, f"{name} solver failure", result.value)
+            yield method.name, result.value
         else:
-            yield name, (EXIT_INTERNAL, f"{name} failed", result.value)
+            yield failure(method.name, "skipped" if result.kind == "timeout" else result.kind, result.value)
 
 
 def _true_value(problem: Any, value: float | None) -> Any:

@@ -303,10 +303,9 @@ def compare_plan(problem: Problem, *, solver: str | None = None) -> list[tuple[M
     for chosen in methods:
         try:
             _check_memory(problem, chosen)
+            plan.append((chosen, None))
         except InvalidParameterError as exc:  # too large for this method; the others may fit
             plan.append((chosen, exc))
-            continue
-        plan.append((chosen, None))
     return plan
 
 
