@@ -180,6 +180,8 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     problem = load_problem(args.problem)
     if args.command == "solve":
         export = check_export_path(args.export) if args.export is not None else None
+        if args.dense and export is None:  # it would change nothing: say so rather than ignore it
+            raise InvalidParameterError("dense", "dpopt solve", "given with --export PATH (it chooses what the export writes)", True)
         if export is not None and problem.kind == "calibration" and export.suffix.lower() not in (".json", ".csv"):
             raise InvalidParameterError("export", "dpopt solve", "a .json or .csv path for a calibration (its result is parameters)", str(export))
         solution = _certified(solve(problem, args.method, solver=args.solver, repair=not args.no_repair))

@@ -102,6 +102,7 @@ def test_a_metric_file_is_never_echoed(tmp_path):
         (("sample", TABLE1, "--true-value", "1", "--count", str(10**12)), "'count'"),
         (("sample", TABLE1, "--true-value", "1", "--count", str(10**8), "--secure"), "'count'"),
         (("sample", str(PROBLEMS / "dx_example1.toml"), "--true-value", "3"), "'true-value'"),
+        (("solve", TABLE1, "--dense"), "'dense'"),  # without --export it would be ignored
         (("solve", TABLE1, "--export", ""), "'export'"),
         (("solve", TABLE1, "--export", "/proc/dpopt.csv"), "'export'"),
         (("solve", TABLE1, "--export", "/sys/dpopt.json"), "'export'"),
