@@ -186,3 +186,12 @@ def test_the_folded_route_and_the_unfolded_one_certify_the_same_optimum_on_a_mid
     remap = folded.mechanism.remap.toarray()
     np.testing.assert_allclose(remap, remap[::-1, ::-1], atol=1e-12)  # the embedded hull's mirror is the whole's
     assert folded.mechanism.certificate(problem.epsilon).ok
+
+
+@pytest.mark.slow
+def test_n_50000_does_not_crash_inside_highs():
+    """n = 50,000, absolute loss, alpha = 0.5: the first master's primal simplex stalls, and the
+    dual simplex warm from where it stopped ended the process with a segmentation fault inside
+    HiGHS (highspy 1.16.0). Above WARM_DUAL_MAX_N the interior point takes over (160 s, 0.6 GB)."""
+    solution = dpopt.solve(dpopt.CountQuery(n=50_000, alpha=0.5), "factored")
+    assert solution.certificate.ok and solution.objective == pytest.approx(2 * 0.5 / (1 - 0.25), rel=1e-8)
