@@ -210,7 +210,8 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from dpopt.lazy_modules import cvxpy as cp
-from dpopt.problems.finite_query import FiniteQuery, not_implied
+from dpopt.privacy import not_implied
+from dpopt.problems.finite_query import FiniteQuery
 from dpopt.universes import Universe
 from dpopt.programs.highs_child import ChildSolve, HighsOutcome, LpArrays, available_cores, solve_here
 from dpopt.solvers import SOLVER_OPTIONS

@@ -7,6 +7,7 @@ from hypothesis import given, strategies as st
 from dpopt.dx.metric import DXMetric
 from dpopt.dx.scales import (
     check_privacy,
+    essential_pairs,
     closed_form_scales,
     exact_scales,
     generalized_sensitivity,
@@ -190,3 +191,19 @@ def test_reduction_never_changes_the_surrogate_optimum():
         reduced = exact_surrogate(q, metric, 30, reduce=True)
         full = exact_surrogate(q, metric, 30, reduce=False)
         assert surrogate_objective(reduced[0], reduced[1], q, 30) == pytest.approx(surrogate_objective(full[0], full[1], q, 30), rel=1e-6)
+
+
+def test_two_elements_at_one_point_do_not_drop_each_others_pairs():
+    """Elements 0 and 1 at distance 0: (0, 2) via 1 and (1, 2) via 0 each looked implied by the
+    other, both were dropped, and `exact` returned a scale of 0 for a query that differs on them
+    (the closed form needs 1). Detours now count only through positive, shorter parts."""
+    import dpopt
+
+    metric = DXMetric.euclidean(np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]]), 1.0)
+    i, j = essential_pairs(metric)
+    assert {(0, 1), (0, 2), (1, 2)} == set(zip(i.tolist(), j.tolist()))
+    problem = dpopt.DXLinearQuery(n=10, query=[[1.0, 1.0, 0.0]],
+                                  metric={"type": "euclidean", "coordinates": [[0, 0], [0, 0], [1, 0]], "epsilon": 1.0})
+    with np.errstate(divide="ignore"):  # the plain-DP baseline divides by the smallest distance, 0 here
+        scales = dpopt.solve(problem, "exact").details["scales"]
+    assert scales == pytest.approx([1.0], rel=1e-6)

@@ -58,7 +58,7 @@ def test_a_leg_below_the_last_digit_does_not_drop_two_rows_that_imply_each_other
     """d(0, 1) = tiny beside d(0, 2) = d(1, 2) = 2: in floats (1e-17) or with the relaxation's slack
     (1e-13), (0, 2) via 1 and (1, 2) via 0 each pass the sum test, and both rows were dropped, so
     nothing bounded dataset 2 against the others. A detour counts only through shorter parts."""
-    from dpopt.problems.finite_query import not_implied
+    from dpopt.privacy import not_implied
 
     d = np.array([[0.0, tiny, 2.0], [tiny, 0.0, 2.0], [2.0, 2.0, 0.0]])
     for slack in (0.0, 1e-12):
