@@ -4,7 +4,7 @@ A solver cannot be interrupted from Python (HiGHS and Clarabel run in C++ until 
 so a method that must be stopped runs in a child process, which is killed at the deadline.
 The child sends back the solution's :meth:`~dpopt.solution.Solution.summary` (plain JSON
 values), never the mechanism: what leaves the child is what ``compare`` prints.
-The processes come from the sweep's context (:func:`dpopt.sweeps._isolation_context`:
+The processes come from the sweep's context (:func:`dpopt.sweeps.isolation_context`:
 forkserver with the solvers preloaded, else spawn), and a child ends when its parent does.
 """
 
@@ -30,10 +30,10 @@ class MethodOutcome:
 
 def _child(problem: Any, method: str, solver: str | None, connection: Any, parent: int) -> None:
     from dpopt.registry import solve
-    from dpopt.sweeps import _exit_when_gone
+    from dpopt.sweeps import exit_when_gone
     from dpopt.validation import SolverError
 
-    _exit_when_gone(parent)
+    exit_when_gone(parent)
     try:
         outcome = MethodOutcome("summary", solve(problem, method, solver=solver).summary())
     except SolverError as exc:
@@ -46,9 +46,9 @@ def _child(problem: Any, method: str, solver: str | None, connection: Any, paren
 
 def solve_in_process(problem: Any, method: str, solver: str | None, timeout: float) -> MethodOutcome:
     """Solve ``problem`` with ``method`` in a fresh process; stop it after ``timeout`` seconds."""
-    from dpopt.sweeps import _isolation_context
+    from dpopt.sweeps import isolation_context
 
-    context = _isolation_context()
+    context = isolation_context()
     receive, send = context.Pipe(duplex=False)
     process = context.Process(target=_child, args=(problem, method, solver, send, os.getpid()), daemon=True)
     start = time.monotonic()

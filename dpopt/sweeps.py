@@ -42,7 +42,7 @@ from dpopt.problem_files import problem_from_dict
 from dpopt.sweep_files import MAX_CELLS, OWNER, RESULT_COLUMNS, Cell, Sweep, load_sweep, sweep_from_dict
 from dpopt.validation import InvalidParameterError, check_int, check_real, fail
 
-__all__ = ["MAX_CELLS", "Cell", "Sweep", "load_sweep", "run_sweep", "solve_cell", "sweep", "sweep_from_dict"]
+__all__ = ["MAX_CELLS", "Cell", "Sweep", "load_sweep", "run_sweep", "solve_cell", "isolation_context", "exit_when_gone", "sweep", "sweep_from_dict"]
 
 #: Rows per Parquet part file (and per progress update in worker mode) ...
 BATCH = 64
@@ -340,7 +340,7 @@ def _reset_peak_resident() -> int | None:
     return sizes[0] if sizes else None
 
 
-def _exit_when_gone(driver: int, every: float = 0.5) -> None:
+def exit_when_gone(driver: int, every: float = 0.5) -> None:
     """End this process when the sweep's driver has ended (killed outright, its cells must not run on)."""
 
     def watch() -> None:
@@ -360,7 +360,7 @@ def _isolated_cell(problem: dict[str, Any], method: str, key: str, memory: bool,
                    driver: int | None = None) -> None:
     """A cell's own process: solve, measure the resident-memory growth, send the row back."""
     if driver is not None:
-        _exit_when_gone(driver)
+        exit_when_gone(driver)
     baseline = _reset_peak_resident() if memory else None
     row = solve_cell(problem, method, key, memory and baseline is None, record)  # tracemalloc only without /proc
     if baseline is not None:
@@ -370,7 +370,7 @@ def _isolated_cell(problem: dict[str, Any], method: str, key: str, memory: bool,
     connection.close()
 
 
-def _isolation_context() -> Any:
+def isolation_context() -> Any:
     """forkserver (children forked from a server that has imported dpopt: fast, no inherited threads), else spawn."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
@@ -386,7 +386,7 @@ def _isolation_context() -> Any:
 
 def _execute_isolated(cells: list[Cell], workers: int, timeout: float, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:
     """Each cell in a fresh process, ``workers`` at a time; a cell past ``timeout`` is stopped and recorded."""
-    context = _isolation_context()
+    context = isolation_context()
     driver = os.getpid()
     pending = list(reversed(cells))
     running: dict[Any, tuple[Any, Cell, float]] = {}  # connection -> (process, cell, start)

@@ -534,8 +534,9 @@ def alternating(
     """
     q = _workload(query, metric)
     qp, c = np.atleast_2d(np.asarray(start[0], dtype=float)).copy(), np.asarray(start[1], dtype=float).copy()
-    if not check_privacy(qp, metric).ok:
-        raise fail("start", OWNER, "a private (Q', c) pair", check_privacy(qp, metric))
+    privacy = check_privacy(qp, metric)
+    if not privacy.ok:
+        raise fail("start", OWNER, "a private (Q', c) pair", privacy)
     universe = essential_pairs(metric)
     i, j = universe
     d = metric.matrix[i, j]

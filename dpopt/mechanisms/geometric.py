@@ -260,7 +260,6 @@ def geometric_row_is_normal(n: int, alpha: float, row: int) -> bool:
     floats exactly is faithful to G; below the normal range (about e^-708) subnormals lose
     their relative precision and then round to zero beside non-zero neighbours.
     """
-    log_alpha = float(np.log(alpha))
-    farthest = max(row, n - row)
-    smallest = float(np.log(np.min(column_weights(n, alpha)))) + farthest * log_alpha
-    return smallest > LOG_SMALLEST_NORMAL
+    a = float(alpha)
+    weight = (1 - a) / (1 + a) if n >= 2 else 1 / (1 + a)  # the smallest d_r (column_weights), without forming them
+    return float(np.log(weight)) + max(row, n - row) * float(np.log(a)) > LOG_SMALLEST_NORMAL

@@ -62,7 +62,7 @@ from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution
-from dpopt.validation import SolverError, check_array, check_real
+from dpopt.validation import InvalidParameterError, SolverError, check_array, check_real
 
 KIND = "dx_linear_query"
 
@@ -171,12 +171,15 @@ def solve_alternating(problem: DXLinearQuery, solver: str | None, repair: bool) 
         candidate = exact_surrogate(problem.matrix, problem.metric, problem.n, solver=solver)
         if surrogate_objective(candidate[0], candidate[1], problem.matrix, problem.n) < surrogate_objective(*start, problem.matrix, problem.n):
             start = (candidate[0], candidate[1])
-    if not check_privacy(start[0], problem.metric).ok:
+    try:
+        result = alternating(problem.matrix, problem.metric, problem.n, start, solver=solver)
+    except InvalidParameterError as exc:
+        if exc.parameter != "start":
+            raise
         # the solver's scales miss the metric: a numerical failure, not a bad 'start' from the user
         # (a budget of 1e-15 beside 2 in Example 1's metric)
         raise SolverError(solver or "CLARABEL", "inaccurate", "(dx alternating: the exact scales it starts from are not private "
-                          "for this metric; its distances may span too many orders of magnitude)")
-    result = alternating(problem.matrix, problem.metric, problem.n, start, solver=solver)
+                          "for this metric; its distances may span too many orders of magnitude)") from None
     return dx_solution(problem, result.transformed, result.scales, "alternating", solver=solver or "CLARABEL",
                        extra={"objective_per_iteration": list(result.objectives), **result.pairs.to_dict()})
 
