@@ -22,8 +22,13 @@ __all__ = ["baseline_scale", "empirical_rmse", "improvement_factor", "surrogate_
 
 
 def baseline_scale(query: Any, metric: DXMetric) -> float:
-    """``Delta_1^Q / epsilon`` with ``epsilon = min_{i != j} d_X(i, j)``: the plain DP Laplace scale."""
-    return float(generalized_sensitivity(query, metric).max() / metric.min_distance)  # the diagonal is 0
+    """``Delta_1^Q / epsilon`` with ``epsilon = min_{i != j} d_X(i, j)``: the plain DP Laplace scale.
+
+    Two elements at distance 0 leave plain DP a budget of 0, so no finite scale: returns
+    ``inf`` (and :func:`improvement_factor` is then ``inf`` too).
+    """
+    budget = metric.min_distance
+    return float(generalized_sensitivity(query, metric).max() / budget) if budget > 0 else float("inf")  # the diagonal is 0
 
 
 def improvement_factor(query: Any, scales: Any, metric: DXMetric) -> float:

@@ -102,8 +102,7 @@ def check_privacy(transformed: Any, metric: DXMetric) -> PrivacyCheck:
     i, j = metric.pairs()
     spread = np.abs(q[:, i] - q[:, j]).sum(axis=0)
     d = metric.matrix[i, j]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(d > 0, spread / d, np.where(spread > 0, np.inf, 0.0))
+    ratio = distance_ratio(spread, d)
     k = int(np.argmax(ratio)) if ratio.size else 0
     worst = float(ratio[k]) if ratio.size else 0.0
     return PrivacyCheck(
@@ -113,6 +112,12 @@ def check_privacy(transformed: Any, metric: DXMetric) -> PrivacyCheck:
         min_slack=float((d - spread).min()) if ratio.size else float("inf"),
         pairs_checked=int(ratio.size),
     )
+
+
+def distance_ratio(spread: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``spread / d`` per pair, where elements at distance 0 give 0 if they agree and +inf if not."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(d > 0, spread / d, np.where(spread > 0, np.inf, 0.0))
 
 
 def _pair_differences(q: np.ndarray, metric: DXMetric) -> tuple[np.ndarray, np.ndarray]:
@@ -491,7 +496,7 @@ def _single_query_program(query: Any, metric: DXMetric, reduce: bool, solver: st
 
     def ratios(candidate: tuple[np.ndarray, float]) -> np.ndarray:
         v, g = candidate
-        return np.abs(v[i] - v[j]) / (max(g, 1e-300) * d)
+        return distance_ratio(np.abs(v[i] - v[j]), max(g, 1e-300) * d)
 
     start = nearest_pairs(metric, universe) if reduce else np.arange(len(d))
     (v, g), rows, rounds = _lazily(solve, ratios, start, len(d))
@@ -561,7 +566,7 @@ def alternating(
             return base + np.asarray(delta.value, dtype=float) / n
 
         def ratios(candidate: np.ndarray) -> np.ndarray:
-            return np.abs(candidate[:, i] - candidate[:, j]).sum(axis=0) / d
+            return distance_ratio(np.abs(candidate[:, i] - candidate[:, j]).sum(axis=0), d)
 
         first = nearest_pairs(metric, universe) if rows_used.size == 0 else rows_used
         candidate, rows_used, rounds = _lazily(solve, ratios, first, len(d))

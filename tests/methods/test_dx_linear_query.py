@@ -256,3 +256,14 @@ def test_exact_scales_with_budgets_far_apart(budget):
         assert all(objective(solution.details["scales"]) <= objective(c) * (1 + 1e-6) + 1e-9 for c in closed), name
     linf = dpopt.solve(problem, "exact_linf")
     assert linf.certificate.ok and linf.parameters["linf_lower_bound"] <= linf.parameters["linf_bound"] * (1 + 1e-9)
+
+
+@pytest.mark.filterwarnings("error")
+def test_coincident_elements_solve_without_warnings_and_leave_plain_dp_no_budget():
+    # elements 1 and 2 coincide and the query agrees on them: every route is private, and plain
+    # DP's budget min d_X = 0 gives no finite baseline (before: divide-by-zero warnings)
+    problem = DXLinearQuery(n=100, query=[0.2, 0.5, 0.5], histogram=[30, 30, 40],
+                            metric={"type": "euclidean", "epsilon": 1.0, "coordinates": [[0, 0], [1, 1], [1, 1]]})
+    for solution in dpopt.compare(problem):
+        assert solution.certificate.ok, solution.method
+        assert solution.parameters["improvement_factor"] == np.inf, solution.method
