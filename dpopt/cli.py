@@ -301,7 +301,7 @@ def _true_value(problem: Any, value: float | None) -> Any:
         return None
     if value is None:
         raise InvalidParameterError("true-value", "dpopt sample", "given (--true-value V)", None)
-    if problem.kind != "calibration":
+    if problem.kind != "calibration" and not hasattr(problem, "neighbouring_set"):  # real noise takes real values
         if value != int(value):
             raise InvalidParameterError("true-value", "dpopt sample", "an integer for this problem kind", value)
         return int(value)

@@ -42,7 +42,7 @@ PROBLEM_KINDS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
 #: kind -> (field, constructor, fields it accepts): a file of that kind holding the field
 #: is that variant (``noise_adding`` with ``neighbouring_set``: Wu-Xia-He's sum queries).
 PROBLEM_VARIANTS: dict[str, tuple[str, Callable[..., Any], tuple[str, ...]]] = {
-    "noise_adding": ("neighbouring_set", NeighbouringSetNoise, ("neighbouring_set", "epsilon", "alpha", "cost", "delta", "grid", "window")),
+    "noise_adding": ("neighbouring_set", NeighbouringSetNoise, ("neighbouring_set", "epsilon", "alpha", "cost", "delta", "grid", "window", "release_grid")),
 }
 
 

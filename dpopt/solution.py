@@ -136,6 +136,9 @@ class Solution:
         if self.factored is not None:
             return ("G T with the float64 alpha and T, measured in log space; G's row is drawn as G itself (its normal "
                     "float64 entries are within an ulp of it), then T's row exactly")
+        if self.sampler_description.startswith("exact: x + Z rounded"):
+            return ("the real density, measured in log space; releases round x + Z to release_grid (post-processing) with "
+                    "each piece's weight within a few ulps of that density")
         if self.sampler_description.startswith("exact"):
             return "the exact release the sampler draws"
         return "the real-valued mechanism, not its floating-point sampler (simulation only; releases refuse it)"
@@ -214,7 +217,7 @@ class Solution:
         if exact and not self.sampler_description.startswith("exact"):
             raise fail("exact", self.kind, "False to draw from this mechanism: it has no exact sampler, and its floating-point draws "
                        "are for simulation studies, not releases (release real values with the discrete_laplace or "
-                       "discrete_gaussian calibration on a grid)", exact)
+                       "discrete_gaussian calibration on a grid, or a neighbouring-set noise with release_grid)", exact)
         source = resolve_rng(rng, secure=secure)
         if not self.certificate.ok:
             raise fail("certificate", self.kind, "a passing privacy certificate before sampling", self.certificate.to_dict())

@@ -247,8 +247,10 @@ def test_audit_samples_and_draws_are_one_option():
     assert parse(["audit", "P.toml", "--draws", "1234"]).samples == 1234
 
 
-def test_sample_without_an_exact_sampler_names_the_float_flag(capsys):
-    problem = str(PROBLEMS / "noise_adding_neighbouring_set.toml")
+def test_sample_without_an_exact_sampler_names_the_float_flag(capsys, tmp_path):
+    problem = tmp_path / "v.toml"  # a real noise density without a release_grid: no exact sampler
+    problem.write_text('kind = "noise_adding"\nneighbouring_set = [[0, 1], [1000, 1001]]\nepsilon = 1.0\ndelta = 10.0\n')
+    problem = str(problem)
     code, out, err = run(capsys, "sample", problem, "--true-value", "1", "--count", "2", "--seed", "1")
     assert code == 2 and out == "" and err.count("\n") == 1 and "--float" in err
     code, out, err = run(capsys, "sample", problem, "--true-value", "1", "--count", "2", "--seed", "1", "--float")

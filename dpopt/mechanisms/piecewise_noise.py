@@ -18,22 +18,41 @@ tail period by inversion of its geometric law, then a piece of the last period) 
 uniform point in it; :meth:`PiecewiseNoise.privacy_loss` measures the essential
 supremum of ``ln p(z) / p(z + v)`` over every z and every shift v of a union of
 intervals, piece against piece.
+
+Releases (:meth:`PiecewiseNoise.grid_release`) are ``x + Z`` rounded to the nearest
+multiple of a declared grid g, drawn exactly: rounding is post-processing, so the
+release is as private as the density, and its law is computed in rational arithmetic
+(no floating-point uniform decides anything, so Mironov's attack on floating-point
+noise has nothing to read).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp
 
+from dpopt.exact_sampling import ExactDiscrete, exact_choice_logits, exact_geometric, random_words, uniform_below
 from dpopt.mechanisms.integer_noise import tail_sums
 from dpopt.sampling import RandomSource, inverse_cdf, open_uniforms, require_simulation, resolve_rng, uniforms
 from dpopt.validation import check_array, check_real, fail
 
-__all__ = ["PiecewiseNoise", "range_minimum"]
+__all__ = ["GRID_SAMPLER", "PiecewiseNoise", "range_minimum"]
 
 OWNER = "piecewise noise"
+
+#: How :meth:`PiecewiseNoise.grid_release` draws (reported with every release).
+GRID_SAMPLER = ("exact: x + Z rounded to the nearest multiple of release_grid in rational arithmetic; Z's piece drawn "
+                "from its weights exp(log value) * length as dyadic rationals M 2**e (each within a few ulps), a tail "
+                "period by exact geometric coins on the dyadic decay, the sign by a fair bit, the grid cell within the "
+                "piece by its exact overlap")
+#: Most grid cells one piece of the density may span in :meth:`PiecewiseNoise.grid_release`
+#: (cells are drawn by an exact uniform integer below 2**62).
+MAX_CELLS_PER_PIECE = 2**60
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,6 +179,66 @@ class PiecewiseNoise:
         position = b[choice] + uniforms(source, count) * (b[choice + 1] - b[choice]) + q * self.period
         sign = np.where(uniforms(source, count) < 0.5, -1.0, 1.0)
         return sign * position
+
+    def cells_per_piece(self, grid: float) -> float:
+        """The most grid cells of width ``grid`` one piece spans (what :data:`MAX_CELLS_PER_PIECE` bounds)."""
+        return float(np.diff(self.breaks).max()) / grid + 2.0
+
+    def grid_release(self, true_value: float, grid: float, count: int, source: RandomSource) -> np.ndarray:
+        """``count`` releases of ``x + Z`` rounded to the nearest multiple of ``grid``, drawn exactly.
+
+        Z's piece is drawn from the pieces' weights ``exp(log value) * length`` and the tail's
+        ``decay / (1 - decay)`` times the last period's, each weight held as ``M 2**e``
+        (:func:`~dpopt.exact_sampling.exact_choice_logits`: within a few ulps of the density
+        the certificate measured, none flushed to zero); a tail draw then takes its period
+        ``q >= 1`` with probability ``(1 - decay) decay^(q - 1)`` by exact geometric coins on
+        the float decay as a dyadic rational, and its piece from the last period's weights.
+        A fair bit gives the sign. Given the piece ``[lo, hi)`` of Z, the release is the grid
+        point j g whose cell ``[(j - 1/2) g, (j + 1/2) g)`` holds ``x + U`` for U uniform on
+        the piece: j is drawn with probability the cell's overlap with ``x + [lo, hi)`` over
+        ``hi - lo``, computed exactly from x, g and the breaks as the dyadic rationals they
+        are (:meth:`_cell`). So the release's law is exactly the rounding of ``x + Z`` for the
+        density held as dyadic weights.
+        """
+        x, g = Fraction(float(true_value)), Fraction(float(grid))
+        b, v = self.breaks, self.log_values
+        lengths = np.diff(b)
+        first = self._first_of_period
+        head = np.flatnonzero(np.isfinite(v))
+        period = head[head >= first]
+        logits = v[head] + np.log(lengths[head])
+        period_logits = logits[head >= first]
+        if period.size:  # the tail's weight: decay / (1 - decay) times the last period's
+            logits = np.append(logits, math.log(self.decay / (1.0 - self.decay)) + logsumexp(period_logits))
+        choice = exact_choice_logits(logits, count, source)
+        tail = choice == head.size
+        piece = np.where(tail, 0, head[np.minimum(choice, head.size - 1)])
+        periods = np.zeros(count, dtype=np.int64)
+        if tail.any():
+            periods[tail] = 1 + exact_geometric(self.decay, int(tail.sum()), source)
+            piece[tail] = period[exact_choice_logits(period_logits, int(tail.sum()), source)]
+        negative = (random_words(source, count) & np.uint64(1)).astype(bool)
+        shift, out = Fraction(float(self.period)), np.empty(count)
+        for n, (k, q, sign) in enumerate(zip(piece, periods, negative)):
+            lo, hi = Fraction(float(b[k])) + int(q) * shift, Fraction(float(b[k + 1])) + int(q) * shift
+            if sign:
+                lo, hi = -hi, -lo
+            out[n] = float(self._cell((x + lo) / g + Fraction(1, 2), (x + hi) / g + Fraction(1, 2), source) * g)
+        return out
+
+    @staticmethod
+    def _cell(start: Fraction, end: Fraction, source: RandomSource) -> int:
+        """The integer j = floor(start + U (end - start)), U uniform on [0, 1), drawn exactly."""
+        first, last = math.floor(start), math.ceil(end) - 1
+        if first >= last:
+            return first
+        middle = last - first - 1
+        parts = [first + 1 - start, Fraction(middle), end - last]  # overlaps with the first, middle and last cells
+        denominator = math.lcm(*(p.denominator for p in parts))
+        which = int(ExactDiscrete.from_integers([int(p * denominator) for p in parts]).sample(1, source)[0])
+        if which == 1:
+            return first + 1 + int(uniform_below(np.array([middle]), source)[0])
+        return first if which == 0 else last
 
     # -- privacy ------------------------------------------------------------------------
     def _line(self, reach: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

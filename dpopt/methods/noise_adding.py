@@ -43,7 +43,7 @@ from dpopt.mechanisms.neighbouring_sets import (
     staircase_noise,
     symmetric_shifts,
 )
-from dpopt.mechanisms.piecewise_noise import PiecewiseNoise
+from dpopt.mechanisms.piecewise_noise import GRID_SAMPLER, MAX_CELLS_PER_PIECE, PiecewiseNoise
 from dpopt.mechanisms.staircase import DiscreteStaircaseMechanism, optimal_gamma
 from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
 from dpopt.programs.noise_adding import (
@@ -60,7 +60,7 @@ from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution, mechanism_frame
 from dpopt.solvers import MAX_COEFFICIENT_EXPONENT, run_program
-from dpopt.validation import check_array
+from dpopt.validation import check_array, fail
 
 KIND = "noise_adding"
 
@@ -246,15 +246,22 @@ def certify_density(problem: NeighbouringSetNoise, noise: PiecewiseNoise, *, mix
 
 def _real_solution(problem: NeighbouringSetNoise, noise: PiecewiseNoise, method: str, *, mixing_weight: float = 0.0,
                    solver: str = "none", status: str = "closed_form", **parameters: Any) -> Solution:
+    grid = problem.release_grid
+
     def sampler(true_value: float, count: int, source: RandomSource) -> np.ndarray:
-        return true_value + noise.sample_from(source, count)
+        if grid is None:
+            return true_value + noise.sample_from(source, count)
+        if noise.cells_per_piece(grid) > MAX_CELLS_PER_PIECE:
+            raise fail("release_grid", KIND, f"at least {noise.cells_per_piece(1.0) / MAX_CELLS_PER_PIECE:.3g} for this density "
+                       f"(a piece may span at most 2**60 grid cells)", grid)
+        return noise.grid_release(true_value, grid, count, source)
 
     certificate = certify_density(problem, noise, mixing_weight=mixing_weight)
     return Solution(
         problem=problem, method=method, exact=True, solver=solver, status=status, seconds=0.0,  # exact_when decides
         objective=noise.moment(problem.power), certificate=certificate,
         parameters={"pieces": int(noise.log_values.size), "cutoff": noise.cutoff, "period": noise.period, **parameters},
-        details={"noise": noise}, sampler=sampler,
+        details={"noise": noise}, sampler=sampler, sampling=None if grid is None else GRID_SAMPLER,
     )
 
 

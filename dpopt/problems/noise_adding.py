@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dpopt.limits import UNDERFLOW_EXPONENT, check_memory
+from dpopt.limits import MAX_MAGNITUDE, UNDERFLOW_EXPONENT, check_memory
 from dpopt.mechanisms.neighbouring_sets import check_neighbouring_set
 from dpopt.privacy import resolve_privacy
 from dpopt.validation import check_choice, check_int, check_real, fail
@@ -118,6 +118,11 @@ class NeighbouringSetNoise:
         Cells per period Delta = max V for the LP (default 50).
     window : int, optional
         Periods of the LP's free part before its periodic tail (default 4).
+    release_grid : float, optional
+        g > 0: releases are ``x + Z`` rounded to the nearest multiple of g, drawn exactly
+        (:meth:`dpopt.mechanisms.piecewise_noise.PiecewiseNoise.grid_release`; rounding is
+        post-processing, so as private as the density). Without it the densities have only
+        the floating-point sampler, for simulation studies.
     """
 
     neighbouring_set: Any
@@ -127,12 +132,17 @@ class NeighbouringSetNoise:
     delta: float = 0.0
     grid: int = 50
     window: int = 4
+    release_grid: float | None = None
     level: Any = field(init=False, repr=False)
 
     kind = KIND
 
     def __post_init__(self) -> None:
         v = check_neighbouring_set(self.neighbouring_set)
+        if self.release_grid is not None:
+            # a piece is at most Delta = max V long; 2**-40 Delta keeps its cells below MAX_CELLS_PER_PIECE
+            object.__setattr__(self, "release_grid", check_real(self.release_grid, "release_grid", KIND, low=float(v.max()) * 2.0**-40,
+                                                                high=MAX_MAGNITUDE))
         level = resolve_privacy(self.alpha, self.epsilon, KIND)
         check_choice(self.cost, "cost", KIND, COSTS)
         delta = check_real(self.delta, "delta", KIND, low=0.0, high=1e6 * float(v.max()))
@@ -166,9 +176,11 @@ class NeighbouringSetNoise:
         return self.neighbouring_set.shape[0] == 1 and self.neighbouring_set[0, 0] == 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": KIND, "neighbouring_set": self.neighbouring_set.tolist(), "epsilon": self.epsilon, "cost": self.cost,
+        data = {"kind": KIND, "neighbouring_set": self.neighbouring_set.tolist(), "epsilon": self.epsilon, "cost": self.cost,
                 "delta": self.delta, "grid": self.grid, "window": self.window}
+        return data if self.release_grid is None else {**data, "release_grid": self.release_grid}
 
     def __repr__(self) -> str:
         return (f"NeighbouringSetNoise(neighbouring_set={self.neighbouring_set.tolist()}, epsilon={self.epsilon:.6g}, "
-                f"cost={self.cost!r}, delta={self.delta:g}, grid={self.grid}, window={self.window})")
+                f"cost={self.cost!r}, delta={self.delta:g}, grid={self.grid}, window={self.window}"
+                + ("" if self.release_grid is None else f", release_grid={self.release_grid:g}") + ")")
