@@ -189,6 +189,17 @@ still not met (see ``benchmarks/finite_query.py``).
   150 s full LP runs): not adopted. **The full dual with row sums and loss rows only on the
   datasets where reach 2's duals weigh** (the relaxation without its path bounds): slower
   than the full LP (336 datasets, epsilon = 4: 213 s, status unknown).
+* *Session 21: the quotients' own interior point* (where the time goes: at epsilon = 0.5 the
+  route's 11.3 s are 11.1 s of waiting for reach 2's solve and 0.13 s of relaxation). The
+  reach-2 quotient alone (286 classes, 83,832 privacy rows): dual LP 10.6 s, primal LP
+  9.2 s, dual simplex 42 s, primal dual-simplex > 120 s; reach 4 at epsilon = 1 and 2:
+  primal 29.7 and 34.7 s against the dual's 29.5 and 28.6 s. Loosening HiGHS's
+  feasibility tolerances to 1e-8 or 1e-7: 12.1 -> 12.1 and 10.9 s, same optimum. The
+  structured interior point of session 10 (dense per-output inverses), rewritten as a
+  Mehrotra predictor-corrector for the quotients, where a dense inverse costs
+  28 x 286^3 flops: on the 6-node LP it reaches a gap of 1e-4 in 23 iterations and then
+  loses accuracy (residuals grow from 1e-5 to 1), as session 10's did: the inverses of
+  ``H_r`` are taken across condition numbers near 1e32 once privacy rows bind. None adopted.
 * *The relaxation to a few datasets as a route of its own* (session 15). Its optimum is the
   full optimum once the subset holds an optimal dual's support, which is small on the
   atlas (a vertex of the 6-node dual: 20 of 156 datasets, 0.04 s), but a mechanism for all
