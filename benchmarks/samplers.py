@@ -18,8 +18,8 @@ dpopt). Goals: >= 1M exact draws/s for count mechanisms and discrete Laplace, >=
 for the discrete Gaussian. Two rows compare an exact path with the exact path over float64
 weights that it replaced where those weights underflow (``ratio_to_float`` there): G's row
 drawn as the two-sided geometric, and an exponential mechanism drawn from its logits. The
-last row times the exact grid release of a neighbouring-set density against its float
-sampler (``GRID_DRAWS`` draws).
+last rows time the exact grid releases against the float samplers they replace: the
+rounded Laplace of the d_X routes, and a neighbouring-set density (``GRID_DRAWS`` draws).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import time
 import tracemalloc
+from fractions import Fraction
 from typing import Any, Callable
 
 import numpy as np
@@ -142,6 +143,7 @@ def exact_table(draws: int) -> pd.DataFrame:
     from dpopt.exact_sampling import exact_choice, exact_choice_logits
     from dpopt.mechanisms.geometric import geometric_rows
     from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian, DiscreteLaplace
+    from dpopt.mechanisms.grid_release import rounded_laplace
     from dpopt.mechanisms.integer_noise import PeriodicNoise
     from dpopt.mechanisms.neighbouring_sets import check_neighbouring_set, ring_noise
     from dpopt.sampling import inverse_cdf
@@ -170,6 +172,9 @@ def exact_table(draws: int) -> pd.DataFrame:
             lambda n, s: DiscreteLaplace(1).sample(n, rng=s), _float_geometric(float(np.exp(-1.0))), opendp.get("discrete_laplace")),
         "discrete_gaussian CKS (sigma^2 = 1)": (
             lambda n, s: DiscreteGaussian(1).sample(n, rng=s), None, opendp.get("discrete_gaussian")),
+        "rounded Laplace (scale 1.5 on a grid of 0.01: the d_X release_grid)": (
+            lambda n, s: rounded_laplace(Fraction(1, 3), 1.5, 0.01, n, np.random.default_rng(s)),
+            lambda n, s: np.rint((1 / 3 + np.random.default_rng(s).laplace(0.0, 1.5, n)) / 0.01), None),
         GRID_CASE: (
             lambda n, s: ring.grid_release(5.0, 0.01, n, np.random.default_rng(s)),
             lambda n, s: 5.0 + ring.sample_from(np.random.default_rng(s), n), None),

@@ -27,6 +27,7 @@ releases).
 
 from __future__ import annotations
 
+import math
 import secrets
 from bisect import bisect_right
 from typing import Any
@@ -35,7 +36,7 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_bernoulli_fraction", "exact_geometric", "exact_choice", "exact_choice_logits", "dyadic_exp", "exact_choice_rows", "EXACT_SAMPLER", "FACTORED_SAMPLER", "LOGIT_SAMPLER", "FLOAT_SAMPLER"]
+__all__ = ["ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_bernoulli_fraction", "exact_geometric", "geometric_by_bits", "exact_choice", "exact_choice_logits", "dyadic_exp", "exact_choice_rows", "EXACT_SAMPLER", "FACTORED_SAMPLER", "LOGIT_SAMPLER", "FLOAT_SAMPLER"]
 
 #: How a release from a finite mechanism is drawn (reported with every release).
 EXACT_SAMPLER = "exact: float64 entries as dyadic rationals, normalised exactly, integer inverse CDF"
@@ -193,6 +194,39 @@ def exact_geometric(ratio: float, size: int, source: Any) -> np.ndarray:
         success = exact_bernoulli(b, running.size, source)
         k[running[success]] += 1
         running = running[success]
+    return k
+
+
+def geometric_by_bits(steps: float, size: int, source: Any) -> np.ndarray:
+    """``size`` draws of K >= 0 with ``P(K = k) = (1 - r) r^k``, ``r = e^(-1/steps)``, in O(log steps) coins each.
+
+    :func:`exact_geometric` needs about ``steps`` rounds when r is near 1 (Laplace noise on a
+    grid much finer than its scale). Here K's binary digits, which are independent for a
+    geometric law (bit b is 1 with probability ``q_b / (1 + q_b)``, ``q_b = r^(2^b)``), are drawn
+    for ``b < B``, with B the first bit where ``q_B <= 1/2``, and the multiples of ``2^B`` by
+    :func:`exact_geometric` with ratio ``q_B`` (memoryless: fewer than two rounds on average).
+    Every coin is exact on its float64 probability, and each ``q_b = exp(-2^b / steps)`` is
+    computed directly, within an ulp; the ``q_b`` of the digits lie in ``(1/2, 1)`` and ``q_B``
+    is held as ``M 2**e`` (:func:`dyadic_exp`), so none underflows (``steps`` = 1/800: r = e^-800)
+    and every k keeps a positive probability, within a few ulps per bit of ``(1 - r) r^k``.
+    """
+    s = float(steps)
+    if not 1e-3 <= s <= 2.0**52:
+        raise fail("steps", "exact sampling", "a scale in grid steps in [1e-3, 2**52]", s)
+    top = 0
+    while math.exp(-(2.0**top) / s) > 0.5:
+        top += 1
+    mantissa, exponent = dyadic_exp([0.0, -(2.0**top) / s])
+    numerator, denominator = int(mantissa[1]), 1 << int(52 - exponent[1])  # q_B = M 2**(e - 52)
+    k = np.zeros(size, dtype=np.int64)
+    running = np.arange(size)
+    while running.size:  # multiples of 2**B: a geometric count with ratio q_B
+        success = exact_bernoulli_fraction(numerator, denominator, running.size, source)
+        k[running[success]] += 1 << top
+        running = running[success]
+    for bit in range(top):
+        q = math.exp(-(2.0**bit) / s)
+        k += exact_bernoulli(q / (1.0 + q), size, source).astype(np.int64) << bit
     return k
 
 

@@ -32,7 +32,7 @@ PROBLEM_KINDS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "count_query": (CountQuery, ("n", "alpha", "epsilon", "loss", "side_information")),
     "multi_level_release": (MultiLevelRelease, ("n", "alphas", "epsilons")),
     "noise_adding": (NoiseAdding, ("sensitivity", "epsilon", "alpha", "cost", "window")),
-    "dx_linear_query": (DXLinearQuery, ("n", "query", "metric", "histogram", "synthetic_size", "beta")),
+    "dx_linear_query": (DXLinearQuery, ("n", "query", "metric", "histogram", "synthetic_size", "beta", "release_grid")),
     "statistical_query": (StatisticalQuery, ("n", "values", "epsilons", "budget", "matrices", "rows")),
     "calibration": (Calibration, ("mechanism", "epsilon", "alpha", "delta", "sensitivity", "p", "lower", "upper", "grid")),
     "finite_query": (FiniteQuery, ("universe", "epsilon", "alpha", "loss", "outputs", "objective", "prior", "side_information",

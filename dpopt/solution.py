@@ -136,6 +136,9 @@ class Solution:
         if self.factored is not None:
             return ("G T with the float64 alpha and T, measured in log space; G's row is drawn as G itself (its normal "
                     "float64 entries are within an ulp of it), then T's row exactly")
+        if self.sampler_description.startswith("exact: mean + Laplace"):
+            return ("the Laplace mechanism, measured; releases round it to release_grid (post-processing) with each "
+                    "cell's probability within a few ulps of the continuous mechanism's")
         if self.sampler_description.startswith("exact: x + Z rounded"):
             return ("the real density, measured in log space; releases round x + Z to release_grid (post-processing) with "
                     "each piece's weight within a few ulps of that density")

@@ -1,5 +1,6 @@
 """Exact sampling from finite mechanisms (dpopt.exact_sampling): what is sampled is what is certified."""
 
+import math
 from bisect import bisect_right
 from fractions import Fraction
 
@@ -234,3 +235,31 @@ def test_smalldb_never_samples_float_probabilities_that_underflow(monkeypatch):
     monkeypatch.setattr(es, "exact_choice", lambda *args: pytest.fail("sampled float64 probabilities"))
     releases = solution.sample(None, 50, rng=1)
     assert solution.summary()["sampler"] == es.LOGIT_SAMPLER and np.asarray(releases).shape[0] == 50
+
+
+@pytest.mark.parametrize("steps", [0.3, 2.5, 1000.0])
+def test_geometric_by_bits_follows_the_geometric_law(steps):
+    k = es.geometric_by_bits(steps, 100_000, np.random.default_rng(21))
+    r = np.exp(-1.0 / steps)
+    edges = np.unique(np.quantile(k, np.linspace(0, 1, 21)).astype(np.int64))
+    bounds = np.append(edges, k.max() + 1)
+    observed = np.histogram(k, bins=bounds)[0]
+    expected = r ** bounds[:-1] - r ** bounds[1:]
+    expected[-1] += r ** bounds[-1]  # the last bin takes the rest of the tail
+    assert stats.chisquare(observed, expected * k.size).pvalue > 1e-3
+
+
+def test_geometric_by_bits_keeps_an_underflowing_ratio_positive(monkeypatch):
+    # steps = 1/800: r = e^-800 is 0.0 as a double; its coin must still be the positive M 2**e
+    coins = []
+    real = es.exact_bernoulli_fraction
+    monkeypatch.setattr(es, "exact_bernoulli_fraction", lambda a, b, size, source: coins.append((a, b)) or real(a, b, size, source))
+    assert np.all(es.geometric_by_bits(1 / 800, 10, np.random.default_rng(0)) == 0)
+    numerator, denominator = coins[0]
+    assert numerator > 0 and abs(math.log(numerator) - math.log(denominator) + 800) < 1e-12
+
+
+@pytest.mark.parametrize("bad", [0.0, 1e-4, -1.0, float("nan"), 2.0**53])
+def test_geometric_by_bits_refuses_scales_out_of_range(bad):
+    with pytest.raises(InvalidParameterError, match="steps"):
+        es.geometric_by_bits(bad, 1, np.random.default_rng(0))

@@ -18,6 +18,7 @@ exist without it; releases draw from a seeded Generator or the OS secure source.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -27,8 +28,9 @@ from scipy.spatial.distance import pdist
 from dpopt.dx.metric import DXMetric
 from dpopt.dx.scales import PrivacyCheck, check_privacy
 from dpopt.exact_sampling import exact_choice_logits
+from dpopt.mechanisms.grid_release import rounded_laplace
 from dpopt.mechanisms.laplace import laplace_ppf
-from dpopt.sampling import check_count, inverse_cdf, open_uniforms, require_simulation, resolve_rng
+from dpopt.sampling import RandomSource, check_count, inverse_cdf, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["DXLaplaceMechanism", "DXExponentialMechanism", "dx_mwem", "check_histogram"]
@@ -82,6 +84,21 @@ class DXLaplaceMechanism:
         """The noiseless ``c (.) Q'x``."""
         x = check_histogram(histogram, self.metric.size, "dx laplace mechanism")
         return self.scales * (self.transformed @ x)
+
+    def grid_release(self, histogram: Any, grid: float, count: int, source: RandomSource) -> np.ndarray:
+        """``count`` releases, shape (count, K): each ``c_k (Q'x)_k + Lap(c_k)`` rounded to the nearest multiple
+        of ``grid``, drawn exactly (:func:`dpopt.mechanisms.grid_release.rounded_laplace`; the means
+        ``c_k (Q'x)_k`` in rational arithmetic from the float64 Q', c and the integer counts)."""
+        x = check_histogram(histogram, self.metric.size, "dx laplace mechanism")
+        if np.any(x != np.round(x)):
+            raise fail("histogram", "dx laplace mechanism", "integer counts for an exact release", x)
+        counts = [int(v) for v in x]
+        out = np.empty((count, self.scales.size))
+        for k, (row, c) in enumerate(zip(self.transformed, self.scales)):
+            mean = Fraction(float(c)) * sum((Fraction(float(q)) * n for q, n in zip(row, counts) if n), Fraction(0))
+            cells = rounded_laplace(mean, float(c), grid, count, source)
+            out[:, k] = [float(j * Fraction(float(grid))) for j in cells]
+        return out
 
     def release(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
         """``count`` independent floating-point releases, shape (count, K): simulation only (``exact=False``)."""

@@ -58,11 +58,12 @@ from dpopt.dx.smalldb import (
 )
 from dpopt.export import StoredSolution
 from dpopt.limits import MAX_MAGNITUDE
+from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER
 from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution
-from dpopt.validation import InvalidParameterError, SolverError, check_array, check_real
+from dpopt.validation import InvalidParameterError, SolverError, check_array, check_real, fail
 
 KIND = "dx_linear_query"
 
@@ -93,11 +94,18 @@ def dx_solution(problem: DXLinearQuery, transformed: np.ndarray, scales: np.ndar
     # built lazily: the mechanism re-checks every pair itself, which only a release needs
     mechanism: list[DXLaplaceMechanism] = []
 
+    grid = problem.release_grid
+
     def sampler(histogram: Any, count: int, source: RandomSource) -> np.ndarray:
         if not mechanism:
             mechanism.append(DXLaplaceMechanism(transformed, scales, problem.metric))
-        return mechanism[0].release(problem.histogram if histogram is None else histogram, count, rng=source,
-                                    exact=False)  # Solution.sample gates the float path
+        data = problem.histogram if histogram is None else histogram
+        if grid is None:
+            return mechanism[0].release(data, count, rng=source, exact=False)  # Solution.sample gates the float path
+        positive = scales[scales > 0]
+        if positive.size and grid > 1e3 * positive.min():
+            raise fail("release_grid", KIND, f"at most 1000 times the smallest noise scale ({positive.min():.6g})", grid)
+        return mechanism[0].grid_release(data, grid, count, source)
 
     parameters: dict[str, Any] = {
         "scales": [float(v) for v in scales],
@@ -117,7 +125,7 @@ def dx_solution(problem: DXLinearQuery, transformed: np.ndarray, scales: np.ndar
         objective=surrogate_objective(transformed, scales, problem.matrix, problem.n),
         certificate=cert,
         parameters=parameters,
-        sampler=sampler,
+        sampler=sampler, sampling=None if grid is None else ROUNDED_LAPLACE_SAMPLER,
         details={"transformed": transformed, "scales": scales},
     )
 

@@ -123,6 +123,12 @@ class DXLinearQuery:
         :data:`dpopt.dx.smalldb.MAX_SMALLDB_CANDIDATES` when that route runs.
     beta : float
         SmallDB's failure probability in Theorem 6's ``gamma`` (default 0.05).
+    release_grid : float, optional
+        g > 0: the Laplace routes release each ``c_k (Q'x)_k + Lap(c_k)`` rounded to the
+        nearest multiple of g, drawn exactly
+        (:meth:`dpopt.dx.mechanisms.DXLaplaceMechanism.grid_release`; rounding is
+        post-processing). Without it they have only the floating-point sampler, for
+        simulation studies.
     """
 
     n: int
@@ -131,6 +137,7 @@ class DXLinearQuery:
     histogram: Any = None
     synthetic_size: Any = None
     beta: Any = 0.05
+    release_grid: Any = None
     matrix: np.ndarray = field(init=False, repr=False)
 
     kind = KIND
@@ -158,6 +165,9 @@ class DXLinearQuery:
         if self.synthetic_size is not None:
             object.__setattr__(self, "synthetic_size", check_int(self.synthetic_size, "synthetic_size", KIND, low=1, high=MAX_RECORDS))
         object.__setattr__(self, "beta", check_real(self.beta, "beta", KIND, low=0.0, high=1.0, low_open=True, high_open=True))
+        if self.release_grid is not None:
+            object.__setattr__(self, "release_grid", check_real(self.release_grid, "release_grid", KIND, low=1.0 / MAX_MAGNITUDE,
+                                                                high=MAX_MAGNITUDE))
         q.setflags(write=False)
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "matrix", q)
@@ -191,6 +201,8 @@ class DXLinearQuery:
             data["synthetic_size"] = self.synthetic_size
         if self.beta != 0.05:
             data["beta"] = self.beta
+        if self.release_grid is not None:
+            data["release_grid"] = self.release_grid
         return data
 
     def __repr__(self) -> str:

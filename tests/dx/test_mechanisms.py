@@ -97,3 +97,26 @@ def test_mwem_runs_seeded_and_refuses_non_private_queries():
     assert a.sum() == pytest.approx(HIST.sum())
     with pytest.raises(InvalidParameterError, match="'queries'"):
         dx_mwem(HIST, queries * 2, METRIC, rounds=5, rng=3, exact=False)
+
+
+def test_grid_release_rounds_each_query_exactly():
+    # two queries on three elements; each column's law is the rounded Laplace of its exact mean
+    metric = DXMetric.uniform(3, 2.0)
+    transformed, scales = np.array([[0.0, 0.5, 1.0], [0.25, 0.0, 0.0]]), np.array([1.5, 0.4])
+    mechanism = DXLaplaceMechanism(transformed, scales, metric)
+    histogram, grid = np.array([3, 1, 2]), 0.3
+    draws = mechanism.grid_release(histogram, grid, 20_000, np.random.default_rng(2))
+    np.testing.assert_array_equal(draws, mechanism.grid_release(histogram, grid, 20_000, np.random.default_rng(2)))
+    means = scales * (transformed @ histogram)
+    for k in range(2):
+        cells = np.rint(draws[:, k] / grid).astype(np.int64)
+        support = np.arange(cells.min() - 2, cells.max() + 3)
+        z = support * grid - means[k]
+        cdf = lambda v: np.where(v < 0, 0.5 * np.exp(np.minimum(v, 0) / scales[k]), 1 - 0.5 * np.exp(-np.maximum(v, 0) / scales[k]))
+        expected = (cdf(z + grid / 2) - cdf(z - grid / 2)) * cells.size
+        observed = np.bincount(cells - support[0], minlength=support.size)
+        big = expected >= 5
+        assert stats.chisquare(np.append(observed[big], cells.size - observed[big].sum()),
+                               np.append(expected[big], cells.size - expected[big].sum())).pvalue > 1e-3
+    with pytest.raises(InvalidParameterError, match="histogram"):
+        mechanism.grid_release([3, 1.5, 2], grid, 1, np.random.default_rng(0))

@@ -12,7 +12,7 @@ from scipy import stats
 import dpopt
 from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian
 from dpopt.mechanisms.gaussian import analytic_sigma
-from dpopt.mechanisms.grid_release import GridGaussian, GridLaplace, discrete_gaussian_delta, grid_index, grid_sensitivity
+from dpopt.mechanisms.grid_release import GridGaussian, GridLaplace, discrete_gaussian_delta, grid_index, grid_sensitivity, rounded_laplace
 from dpopt.validation import InvalidParameterError
 
 finite = st.floats(-1e6, 1e6, allow_nan=False)
@@ -89,3 +89,31 @@ def test_grid_is_refused_where_it_means_nothing_or_is_too_fine():
     for bad in (0.0, -1.0, float("nan"), "0.1"):
         with pytest.raises(InvalidParameterError, match="grid"):
             dpopt.Calibration(mechanism="discrete_laplace", epsilon=1.0, grid=bad)
+
+
+def _rounded_laplace_law(mean: float, scale: float, grid: float, cells: np.ndarray) -> np.ndarray:
+    """P(nearest grid point = j g) from the Laplace cdf (an independent route)."""
+    def cdf(z):
+        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0) / scale), 1 - 0.5 * np.exp(-np.maximum(z, 0) / scale))
+    return cdf(cells * grid + grid / 2 - mean) - cdf(cells * grid - grid / 2 - mean)
+
+
+@pytest.mark.parametrize("mean, scale, grid", [
+    (0.3, 1.0, 0.37), (-12.5, 4.0, 3.0), (1e-3, 0.2, 0.5), (7.0, 50.0, 0.5),
+    (0.25, 1.0, 0.5),  # the mean on a cell boundary (f = 0)
+])
+def test_rounded_laplace_follows_the_law_of_the_rounded_release(mean, scale, grid):
+    j = rounded_laplace(Fraction(mean), scale, grid, 30_000, np.random.default_rng(5)).astype(np.int64)
+    support = np.arange(j.min() - 3, j.max() + 4)
+    expected = _rounded_laplace_law(mean, scale, grid, support) * j.size
+    observed = np.bincount(j - support[0], minlength=support.size)
+    big = expected >= 5
+    pooled_expected = np.append(expected[big], j.size - expected[big].sum())
+    pooled_observed = np.append(observed[big], j.size - observed[big].sum())
+    assert stats.chisquare(pooled_observed, pooled_expected).pvalue > 1e-3
+
+
+def test_rounded_laplace_without_noise_is_the_nearest_point_of_the_exact_mean():
+    # 1.25 = 2.5 grid steps of 0.5: a tie rounds up; 2**-60 below it (not a double) rounds down
+    assert list(rounded_laplace(Fraction(5, 4), 0.0, 0.5, 2, np.random.default_rng(0))) == [3, 3]
+    assert list(rounded_laplace(Fraction(5, 4) - Fraction(1, 2**60), 0.0, 0.5, 1, np.random.default_rng(0))) == [2]

@@ -267,3 +267,25 @@ def test_coincident_elements_solve_without_warnings_and_leave_plain_dp_no_budget
     for solution in dpopt.compare(problem):
         assert solution.certificate.ok, solution.method
         assert solution.parameters["improvement_factor"] == np.inf, solution.method
+
+
+def test_a_release_grid_makes_the_laplace_routes_release_exactly(capsys, tmp_path):
+    text = (PROBLEMS / "dx_example1.toml").read_text().replace("[metric]", "release_grid = 0.01\n\n[metric]")
+    path = tmp_path / "grid.toml"
+    path.write_text(text)
+    assert main(["sample", str(path), "--method", "strategy2", "--count", "3", "--seed", "4"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sampler"].startswith("exact: mean + Laplace") and "release_grid" in out["certificate"]["covers"]
+    releases = np.array(out["releases"])
+    assert releases.shape == (3, 2) and np.allclose(releases / 0.01, np.rint(releases / 0.01), atol=1e-6)
+    problem = load_problem(path)
+    coarse = DXLinearQuery(n=problem.n, query=problem.matrix, metric=problem.metric, histogram=problem.histogram, release_grid=1e6)
+    with pytest.raises(InvalidParameterError, match="release_grid"):
+        dpopt.solve(coarse, "strategy2").sample(None, 1, rng=0)
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, float("nan"), float("inf"), "0.01", True, 1e-300])
+def test_bad_release_grids_are_refused_naming_the_field(bad):
+    problem = load_problem(PROBLEMS / "dx_example1.toml")
+    with pytest.raises(InvalidParameterError, match="release_grid"):
+        DXLinearQuery(n=problem.n, query=problem.matrix, metric=problem.metric, release_grid=bad)
