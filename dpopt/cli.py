@@ -211,8 +211,9 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         if error.parameter != "exact":
             raise
         # name the flag a command-line user can give, not the API's keyword
+        grid = " (or declare release_grid in the problem file: exact releases on that grid)" if hasattr(problem, "release_grid") else ""
         raise InvalidParameterError("--float", "dpopt sample", f"given to draw from {solution.method}, which has no exact "
-                                    "sampler: its floating-point draws are for simulation studies, not releases", False) from None
+                                    f"sampler: its floating-point draws are for simulation studies, not releases{grid}", False) from None
     summary = solution.summary()
     return [
         {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate", "sampler")}

@@ -219,8 +219,8 @@ class Solution:
             raise fail("exact", self.kind, "True or False", exact)
         if exact and not self.sampler_description.startswith("exact"):
             raise fail("exact", self.kind, "False to draw from this mechanism: it has no exact sampler, and its floating-point draws "
-                       "are for simulation studies, not releases (release real values with the discrete_laplace or "
-                       "discrete_gaussian calibration on a grid, or a neighbouring-set noise with release_grid)", exact)
+                       "are for simulation studies, not releases (release real values on a grid: the discrete_laplace or "
+                       "discrete_gaussian calibration, or release_grid in a neighbouring-set noise or d_X problem)", exact)
         source = resolve_rng(rng, secure=secure)
         if not self.certificate.ok:
             raise fail("certificate", self.kind, "a passing privacy certificate before sampling", self.certificate.to_dict())

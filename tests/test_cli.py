@@ -252,6 +252,6 @@ def test_sample_without_an_exact_sampler_names_the_float_flag(capsys, tmp_path):
     problem.write_text('kind = "noise_adding"\nneighbouring_set = [[0, 1], [1000, 1001]]\nepsilon = 1.0\ndelta = 10.0\n')
     problem = str(problem)
     code, out, err = run(capsys, "sample", problem, "--true-value", "1", "--count", "2", "--seed", "1")
-    assert code == 2 and out == "" and err.count("\n") == 1 and "--float" in err
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--float" in err and "release_grid" in err
     code, out, err = run(capsys, "sample", problem, "--true-value", "1", "--count", "2", "--seed", "1", "--float")
     assert code == 0 and err == "" and len(json.loads(out)["releases"]) == 2
