@@ -151,6 +151,7 @@ def exact_table(draws: int) -> pd.DataFrame:
     row = dpopt.solve(dpopt.CountQuery(n=100, alpha=0.9), "lp").mechanism.to_numpy()[50]
     factored = dpopt.solve(dpopt.CountQuery(n=2000, alpha=0.5), "factored")
     geometric = PeriodicNoise.geometric(1, float(np.exp(-1.0)))
+    near_one = PeriodicNoise.geometric(1, float(np.exp(-0.001)))
     logits = -np.linspace(0.0, 50.0, 500)
     ring = ring_noise(check_neighbouring_set([[0, 1], [1000, 1001]]), 1.0, 10.0)[0]
     opendp = _opendp()
@@ -168,6 +169,8 @@ def exact_table(draws: int) -> pd.DataFrame:
             lambda n, s: exact_choice(np.exp(logits), n, np.random.default_rng(s)), None),
         "two_sided_geometric (PeriodicNoise, eps=1)": (
             lambda n, s: geometric.sample(n, rng=s), _float_geometric(float(np.exp(-1.0))), opendp.get("discrete_laplace")),
+        "two_sided_geometric (PeriodicNoise, eps=0.001: by binary digits)": (
+            lambda n, s: near_one.sample(n, rng=s), _float_geometric(float(np.exp(-0.001))), None),
         "discrete_laplace CKS (scale 1)": (
             lambda n, s: DiscreteLaplace(1).sample(n, rng=s), _float_geometric(float(np.exp(-1.0))), opendp.get("discrete_laplace")),
         "discrete_gaussian CKS (sigma^2 = 1)": (

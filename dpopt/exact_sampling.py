@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import sys
 from bisect import bisect_right
 from typing import Any
 
@@ -36,7 +37,7 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_bernoulli_fraction", "exact_geometric", "geometric_by_bits", "exact_choice", "exact_choice_logits", "dyadic_exp", "exact_choice_rows", "EXACT_SAMPLER", "FACTORED_SAMPLER", "LOGIT_SAMPLER", "FLOAT_SAMPLER"]
+__all__ = ["ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_bernoulli_fraction", "exact_geometric", "geometric_of_scale", "exact_choice", "exact_choice_logits", "dyadic_exp", "exact_choice_rows", "EXACT_SAMPLER", "FACTORED_SAMPLER", "LOGIT_SAMPLER", "FLOAT_SAMPLER"]
 
 #: How a release from a finite mechanism is drawn (reported with every release).
 EXACT_SAMPLER = "exact: float64 entries as dyadic rationals, normalised exactly, integer inverse CDF"
@@ -182,13 +183,32 @@ def exact_bernoulli(probability: float, size: int, source: Any) -> np.ndarray:
 def exact_geometric(ratio: float, size: int, source: Any) -> np.ndarray:
     """``size`` draws of K >= 0 with ``P(K = k) = (1 - b) b^k`` exactly, b = ``ratio`` as a dyadic rational.
 
-    K counts consecutive successes of :func:`exact_bernoulli` (b); vectorised over the draws
-    still running (expected rounds ``1 / (1 - b)``).
+    For b <= 1/2, K counts consecutive successes of :func:`exact_bernoulli` (b), vectorised
+    over the draws still running (fewer than two rounds on average). Nearer 1 that takes
+    about ``1 / (1 - b)`` rounds (noise at epsilon = 1e-9: hours for one release), so K is
+    drawn by its binary digits instead, which are independent for a geometric law: digit j
+    is 1 with probability ``q_j / (1 + q_j)``, ``q_j = b^(2^j)``, for ``j < B`` (B the first
+    digit with ``q_B`` about 1/2), and the multiples of ``2^B`` count consecutive successes
+    of a coin of probability ``q_B``. Each coin compares a uniform with its exact probability
+    (:func:`_power_coins`), so the law is exactly the geometric one, in O(log(1 / (1 - b)))
+    rounds.
     """
     b = float(ratio)
     if not 0.0 <= b < 1.0:
         raise fail("ratio", "exact sampling", "a number in [0, 1)", b)
     k = np.zeros(size, dtype=np.int64)
+    if b > 0.5:
+        numerator, denominator = b.as_integer_ratio()
+        top = max(1, math.ceil(math.log2(math.log(2.0) / -math.log(b))))
+        power = (numerator, denominator.bit_length() - 1)
+        for digit in range(top):
+            k += _power_coins(power, digit, True, size, source).astype(np.int64) << digit
+        running = np.arange(size)
+        while running.size:  # multiples of 2**top: consecutive successes of q_top
+            success = _power_coins(power, top, False, running.size, source)
+            k[running[success]] += 1 << top
+            running = running[success]
+        return k
     running = np.arange(size)
     while running.size:
         success = exact_bernoulli(b, running.size, source)
@@ -197,36 +217,77 @@ def exact_geometric(ratio: float, size: int, source: Any) -> np.ndarray:
     return k
 
 
-def geometric_by_bits(steps: float, size: int, source: Any) -> np.ndarray:
-    """``size`` draws of K >= 0 with ``P(K = k) = (1 - r) r^k``, ``r = e^(-1/steps)``, in O(log steps) coins each.
+def _power_bounds(power: tuple[int, int], digit: int, precision: int) -> tuple[int, int]:
+    """``(lo, hi)`` with ``lo <= b^(2^digit) 2^precision <= hi``, ``b = N / 2^shift`` for ``power = (N, shift)``.
 
-    :func:`exact_geometric` needs about ``steps`` rounds when r is near 1 (Laplace noise on a
-    grid much finer than its scale). Here K's binary digits, which are independent for a
-    geometric law (bit b is 1 with probability ``q_b / (1 + q_b)``, ``q_b = r^(2^b)``), are drawn
-    for ``b < B``, with B the first bit where ``q_B <= 1/2``, and the multiples of ``2^B`` by
-    :func:`exact_geometric` with ratio ``q_B`` (memoryless: fewer than two rounds on average).
-    Every coin is exact on its float64 probability, and each ``q_b = exp(-2^b / steps)`` is
-    computed directly, within an ulp; the ``q_b`` of the digits lie in ``(1/2, 1)`` and ``q_B``
-    is held as ``M 2**e`` (:func:`dyadic_exp`), so none underflows (``steps`` = 1/800: r = e^-800)
-    and every k keeps a positive probability, within a few ulps per bit of ``(1 - r) r^k``.
+    Squaring truncated to ``precision`` bits: the truncations add less than ``2^(digit + 1)``
+    units in all (each squaring at most doubles the error and adds one, while
+    ``precision >= shift + 2 digit + 2``), so hi = lo + 2^(digit + 1).
+    """
+    numerator, shift = power
+    q = numerator << (precision - shift)
+    for _ in range(digit):
+        q = (q * q) >> precision
+    return q, q + (1 << (digit + 1))
+
+
+def _power_coins(power: tuple[int, int], digit: int, as_digit: bool, size: int, source: Any) -> np.ndarray:
+    """``size`` exact Bernoulli draws of ``p = q / (1 + q)`` (``as_digit``) or ``p = q``, q = b^(2^digit).
+
+    A uniform U is compared with p through bounds at ever higher precision: after t words
+    of U (an integer u), U lies in ``[u, u + 1) / 2^(64 t)``, which is below p if
+    ``u + 1 <= floor(p_lo 2^(64 t))`` and above if ``u >= ceil(p_hi 2^(64 t))``; otherwise
+    (a window of a few values out of 2^64 at the first word) the next word is drawn and the
+    bounds sharpened. The first word decides all draws at once.
+    """
+    def scaled_bounds(words: int) -> tuple[int, int]:
+        precision = power[1] + 2 * digit + 2 + 64 * words + 64
+        lo, hi = _power_bounds(power, digit, precision)
+        if as_digit:  # p = q / (1 + q) is increasing in q
+            return (lo << (64 * words)) // ((1 << precision) + lo), -((-hi << (64 * words)) // ((1 << precision) + hi))
+        return lo >> (precision - 64 * words), -((-hi) >> (precision - 64 * words))
+
+    lo, hi = scaled_bounds(1)
+    words = random_words(source, size)
+    out = words < np.uint64(min(lo, 2**64 - 1)) if lo < 2**64 else np.ones(size, dtype=bool)
+    undecided = np.flatnonzero((words >= np.uint64(min(lo, 2**64 - 1))) & (words < np.uint64(min(hi, 2**64 - 1)))) \
+        if lo < 2**64 else np.zeros(0, dtype=np.int64)
+    for position in undecided:
+        u, t = int(words[position]), 1
+        while True:
+            lo_t, hi_t = scaled_bounds(t)
+            if u + 1 <= lo_t:
+                out[position] = True
+                break
+            if u >= hi_t:
+                out[position] = False
+                break
+            u, t = (u << 64) | int(random_words(source, 1)[0]), t + 1
+    return out
+
+
+def geometric_of_scale(steps: float, size: int, source: Any) -> np.ndarray:
+    """``size`` draws of K >= 0 with ``P(K = k) = (1 - r) r^k``, ``r = e^(-1/steps)`` to within an ulp, never 0.
+
+    Where r is a normal double this is :func:`exact_geometric` on it (exactly that law). Below
+    (``steps`` < 1/708: r = e^-800 is 0.0 as a double, and a zero here beside a neighbour's
+    non-zero would be an infinite loss) r is held as ``M 2**e`` (:func:`dyadic_exp`) and K
+    counts consecutive successes of an exact coin on it (almost always none).
     """
     s = float(steps)
     if not 1e-3 <= s <= 2.0**52:
         raise fail("steps", "exact sampling", "a scale in grid steps in [1e-3, 2**52]", s)
-    top = 0
-    while math.exp(-(2.0**top) / s) > 0.5:
-        top += 1
-    mantissa, exponent = dyadic_exp([0.0, -(2.0**top) / s])
-    numerator, denominator = int(mantissa[1]), 1 << int(52 - exponent[1])  # q_B = M 2**(e - 52)
+    r = math.exp(-1.0 / s)
+    if r >= sys.float_info.min:
+        return exact_geometric(r, size, source)
+    mantissa, exponent = dyadic_exp([0.0, -1.0 / s])
+    numerator, denominator = int(mantissa[1]), 1 << int(52 - exponent[1])  # r = M 2**(e - 52)
     k = np.zeros(size, dtype=np.int64)
     running = np.arange(size)
-    while running.size:  # multiples of 2**B: a geometric count with ratio q_B
+    while running.size:
         success = exact_bernoulli_fraction(numerator, denominator, running.size, source)
-        k[running[success]] += 1 << top
+        k[running[success]] += 1
         running = running[success]
-    for bit in range(top):
-        q = math.exp(-(2.0**bit) / s)
-        k += exact_bernoulli(q / (1.0 + q), size, source).astype(np.int64) << bit
     return k
 
 

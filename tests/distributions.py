@@ -24,3 +24,17 @@ def integer_fit_pvalue(draws: np.ndarray, law: Callable[[np.ndarray], np.ndarray
 def laplace_cdf(z: np.ndarray, scale: float) -> np.ndarray:
     """The Laplace(0, scale) cdf."""
     return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0) / scale), 1 - 0.5 * np.exp(-np.maximum(z, 0) / scale))
+
+
+def geometric_fit_pvalue(draws: np.ndarray, ratio: float) -> float:
+    """Chi-square p-value of draws K >= 0 against ``P(K = k) = (1 - ratio) ratio^k``, on about 20
+    bins of equal count, the last one open (the whole tail)."""
+    draws = np.asarray(draws, dtype=np.int64)
+    edges = np.unique(np.append(np.quantile(draws, np.linspace(0, 1, 21)[:-1]).astype(np.int64), [0, 1]))
+    while edges.size > 2 and np.exp(edges[-1] * np.log(ratio)) * draws.size < 5:
+        edges = edges[:-1]  # the open last bin must expect at least 5 draws
+    upper = np.append(edges[1:], np.iinfo(np.int64).max)
+    observed = np.array([((draws >= lo) & (draws < hi)).sum() for lo, hi in zip(edges, upper)])
+    survival = np.exp(edges * np.log(ratio))  # P(K >= edge)
+    expected = np.append(survival[:-1] - survival[1:], survival[-1])
+    return float(stats.chisquare(observed, expected / expected.sum() * draws.size).pvalue)

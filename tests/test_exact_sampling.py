@@ -15,6 +15,7 @@ import dpopt.exact_sampling as es
 from dpopt.exact_sampling import ExactDiscrete, exact_choice
 from dpopt.sampling import SecureRandom
 from dpopt.validation import InvalidParameterError
+from tests.distributions import geometric_fit_pvalue
 
 weights = st.lists(st.one_of(st.just(0.0), st.floats(1e-300, 1e3), st.floats(1e-320, 1e-300)), min_size=1, max_size=12).filter(
     lambda w: any(v > 0 for v in w))
@@ -238,28 +239,57 @@ def test_smalldb_never_samples_float_probabilities_that_underflow(monkeypatch):
 
 
 @pytest.mark.parametrize("steps", [0.3, 2.5, 1000.0])
-def test_geometric_by_bits_follows_the_geometric_law(steps):
-    k = es.geometric_by_bits(steps, 100_000, np.random.default_rng(21))
-    r = np.exp(-1.0 / steps)
-    edges = np.unique(np.quantile(k, np.linspace(0, 1, 21)).astype(np.int64))
-    bounds = np.append(edges, k.max() + 1)
-    observed = np.histogram(k, bins=bounds)[0]
-    expected = r ** bounds[:-1] - r ** bounds[1:]
-    expected[-1] += r ** bounds[-1]  # the last bin takes the rest of the tail
-    assert stats.chisquare(observed, expected * k.size).pvalue > 1e-3
+def test_geometric_of_scale_follows_the_geometric_law(steps):
+    k = es.geometric_of_scale(steps, 100_000, np.random.default_rng(21))
+    assert geometric_fit_pvalue(k, np.exp(-1.0 / steps)) > 1e-3
 
 
-def test_geometric_by_bits_keeps_an_underflowing_ratio_positive(monkeypatch):
+def test_geometric_of_scale_keeps_an_underflowing_ratio_positive(monkeypatch):
     # steps = 1/800: r = e^-800 is 0.0 as a double; its coin must still be the positive M 2**e
     coins = []
     real = es.exact_bernoulli_fraction
     monkeypatch.setattr(es, "exact_bernoulli_fraction", lambda a, b, size, source: coins.append((a, b)) or real(a, b, size, source))
-    assert np.all(es.geometric_by_bits(1 / 800, 10, np.random.default_rng(0)) == 0)
+    assert np.all(es.geometric_of_scale(1 / 800, 10, np.random.default_rng(0)) == 0)
     numerator, denominator = coins[0]
     assert numerator > 0 and abs(math.log(numerator) - math.log(denominator) + 800) < 1e-12
 
 
 @pytest.mark.parametrize("bad", [0.0, 1e-4, -1.0, float("nan"), 2.0**53])
-def test_geometric_by_bits_refuses_scales_out_of_range(bad):
+def test_geometric_of_scale_refuses_scales_out_of_range(bad):
     with pytest.raises(InvalidParameterError, match="steps"):
-        es.geometric_by_bits(bad, 1, np.random.default_rng(0))
+        es.geometric_of_scale(bad, 1, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("epsilon", [0.6, 0.01, 1e-9, 1e-15])
+def test_exact_geometric_near_one_follows_its_law_in_few_rounds(epsilon):
+    # by binary digits: before, b = e^-1e-9 took ~1e9 rounds (hours for one release)
+    b = float(np.exp(-epsilon))
+    k = es.exact_geometric(b, 50_000, np.random.default_rng(8))
+    assert geometric_fit_pvalue(k, b) > 1e-3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0.5, 1.0, exclude_min=True, exclude_max=True), st.integers(0, 9))
+def test_power_bounds_hold_the_exact_power(b, digit):
+    numerator, denominator = b.as_integer_ratio()
+    power = (numerator, denominator.bit_length() - 1)
+    precision = power[1] + 2 * digit + 2 + 128
+    lo, hi = es._power_bounds(power, digit, precision)
+    exact = Fraction(numerator, denominator) ** (2**digit) * 2**precision
+    assert lo <= exact <= hi
+
+
+@pytest.mark.parametrize("as_digit", [True, False])
+@pytest.mark.parametrize("second", [0, 2**64 - 1])
+def test_a_power_coin_undecided_by_its_first_word_is_decided_exactly(monkeypatch, as_digit, second):
+    b = float(np.exp(-0.01))
+    numerator, denominator = b.as_integer_ratio()
+    digit = 3
+    q = Fraction(numerator, denominator) ** (2**digit)
+    p = q / (1 + q) if as_digit else q
+    first = int(p * 2**64)  # inside the window of the first word's bounds: undecided there
+    words = iter([first, second] + [0] * 8)
+    monkeypatch.setattr(es, "random_words", lambda source, size: np.array([next(words) for _ in range(size)], dtype=np.uint64))
+    drawn = es._power_coins((numerator, denominator.bit_length() - 1), digit, as_digit, 1, None)
+    u = Fraction(first * 2**64 + second, 2**128)  # U is in [u, u + 2^-128): decided by p's second word
+    assert bool(drawn[0]) == (u < p) and (u + Fraction(1, 2**128) <= p or u >= p)

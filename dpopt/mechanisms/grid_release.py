@@ -157,8 +157,8 @@ class GridGaussian:
 
 #: How :func:`rounded_laplace` draws (reported with every release that uses it).
 ROUNDED_LAPLACE_SAMPLER = ("exact: mean + Laplace(scale) rounded to the nearest multiple of release_grid, the mean in rational "
-                           "arithmetic; the cell's side by exact coins on its float64 probability (within a few ulps of the "
-                           "continuous Laplace's), its distance by exact coins on each binary digit of a geometric law")
+                           "arithmetic; the cell's side by exact coins on its three weights (within a few ulps of the continuous "
+                           "Laplace's), its distance by an exact geometric law with ratio e^(-grid/scale) to an ulp")
 
 
 def rounded_laplace(mean: Fraction, scale: float, grid: float, count: int, source: Any) -> np.ndarray:
@@ -175,10 +175,10 @@ def rounded_laplace(mean: Fraction, scale: float, grid: float, count: int, sourc
     the side is drawn exactly on these three weights held as ``M 2**e`` (the first through
     ``expm1``, so it is accurate when s is large; none flushed to zero when s is small:
     :func:`dpopt.exact_sampling.exact_choice_logits`) and k by
-    :func:`dpopt.exact_sampling.geometric_by_bits`. ``mean`` is exact (a
+    :func:`dpopt.exact_sampling.geometric_of_scale`. ``mean`` is exact (a
     :class:`fractions.Fraction`); a scale of 0 returns the nearest point itself.
     """
-    from dpopt.exact_sampling import exact_choice_logits, geometric_by_bits
+    from dpopt.exact_sampling import exact_choice_logits, geometric_of_scale
 
     g = Fraction(float(grid))
     u = Fraction(mean) / g + Fraction(1, 2)
@@ -189,7 +189,7 @@ def rounded_laplace(mean: Fraction, scale: float, grid: float, count: int, sourc
     centre = -0.5 * (math.expm1(-f / s) + math.expm1(-(1.0 - f) / s))
     half = math.log(0.5)
     side = exact_choice_logits([math.log(centre), half - (1.0 - f) / s, half - f / s], count, source)
-    k = geometric_by_bits(s, count, source)
+    k = geometric_of_scale(s, count, source)
     offset = np.where(side == 1, 1 + k, np.where(side == 2, -1 - k, 0))
     return np.array([j0 + int(o) for o in offset], dtype=object)
 
