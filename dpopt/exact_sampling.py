@@ -196,22 +196,24 @@ def exact_geometric(ratio: float, size: int, source: Any) -> np.ndarray:
     b = float(ratio)
     if not 0.0 <= b < 1.0:
         raise fail("ratio", "exact sampling", "a number in [0, 1)", b)
-    k = np.zeros(size, dtype=np.int64)
     if b > 0.5:
+        k = np.zeros(size, dtype=np.int64)
         numerator, denominator = b.as_integer_ratio()
         top = max(1, math.ceil(math.log2(math.log(2.0) / -math.log(b))))
         power = (numerator, denominator.bit_length() - 1)
         for digit in range(top):
             k += _power_coins(power, digit, True, size, source).astype(np.int64) << digit
-        running = np.arange(size)
-        while running.size:  # multiples of 2**top: consecutive successes of q_top
-            success = _power_coins(power, top, False, running.size, source)
-            k[running[success]] += 1 << top
-            running = running[success]
-        return k
+        # multiples of 2**top: consecutive successes of q_top
+        return k + (_successes(lambda n: _power_coins(power, top, False, n, source), size) << top)
+    return _successes(lambda n: exact_bernoulli(b, n, source), size)
+
+
+def _successes(coin: Any, size: int) -> np.ndarray:
+    """Per draw, the number of successes of ``coin(n)`` (n independent booleans) before its first failure."""
+    k = np.zeros(size, dtype=np.int64)
     running = np.arange(size)
     while running.size:
-        success = exact_bernoulli(b, running.size, source)
+        success = coin(running.size)
         k[running[success]] += 1
         running = running[success]
     return k
@@ -282,13 +284,7 @@ def geometric_of_scale(steps: float, size: int, source: Any) -> np.ndarray:
         return exact_geometric(r, size, source)
     mantissa, exponent = dyadic_exp([0.0, -1.0 / s])
     numerator, denominator = int(mantissa[1]), 1 << int(52 - exponent[1])  # r = M 2**(e - 52)
-    k = np.zeros(size, dtype=np.int64)
-    running = np.arange(size)
-    while running.size:
-        success = exact_bernoulli_fraction(numerator, denominator, running.size, source)
-        k[running[success]] += 1
-        running = running[success]
-    return k
+    return _successes(lambda n: exact_bernoulli_fraction(numerator, denominator, n, source), size)
 
 
 def exact_bernoulli_fraction(numerator: int, denominator: int, size: int, source: Any) -> np.ndarray:
