@@ -1,6 +1,6 @@
 """The ``dpopt`` command line (see DESIGN.md: a contract that users and checks rely on).
 
-    dpopt solve PROBLEM.toml [--method auto|lp|NAME] [--solver NAME] [--export PATH]
+    dpopt solve PROBLEM.toml [--method auto|lp|NAME] [--solver NAME] [--export PATH] [--timeout S]
     dpopt compare PROBLEM.toml [--solver NAME] [--timeout S]
     dpopt sample PROBLEM.toml --true-value V [--count K] [--seed S | --secure]
     dpopt audit PROBLEM.toml [--method NAME] [--samples N] [--seed S] [--confidence C] [--pairs K]
@@ -69,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     solve_cmd.add_argument("--export", default=None, metavar="PATH", help="write the mechanism (.csv, .json, .parquet, .npz)")
     solve_cmd.add_argument("--dense", action="store_true", help="export a factored solution as its dense matrix")
     solve_cmd.add_argument("--no-repair", action="store_true", help="return the solver's matrix unrepaired")
+    solve_cmd.add_argument("--timeout", type=_finite_float, default=None, metavar="S",
+                           help="stop the solve after S seconds (it runs in a process of its own; nothing is written)")
 
     compare_cmd = commands.add_parser("compare", help="every applicable method side by side, one JSON per line")
     compare_cmd.add_argument("problem", metavar="PROBLEM.toml")
@@ -184,10 +186,14 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
             raise InvalidParameterError("dense", "dpopt solve", "given with --export PATH (it chooses what the export writes)", True)
         if export is not None and problem.kind == "calibration" and export.suffix.lower() not in (".json", ".csv"):
             raise InvalidParameterError("export", "dpopt solve", "a .json or .csv path for a calibration (its result is parameters)", str(export))
-        solution = _certified(solve(problem, args.method, solver=args.solver, repair=not args.no_repair))
-        if export is not None:
-            solution.export(str(export), dense=args.dense)
-        return [{**solution.summary(), **({"export": str(export)} if export else {})}]
+        if args.timeout is not None:
+            summary = _solve_with_timeout(problem, args, None if export is None else str(export))
+        else:
+            solution = _certified(solve(problem, args.method, solver=args.solver, repair=not args.no_repair))
+            if export is not None:
+                solution.export(str(export), dense=args.dense)
+            summary = solution.summary()
+        return [{**summary, **({"export": str(export)} if export else {})}]
     if args.command == "audit":
         from dpopt.privacy_audit import AUDIT_LIMITS, audit_solution
 
@@ -225,6 +231,27 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
             "releases": releases.tolist(),
         }
     ]
+
+
+def _solve_with_timeout(problem: Any, args: argparse.Namespace, export: str | None) -> dict[str, Any]:
+    """``dpopt solve --timeout S``: the solve (and export) in a process of its own, stopped after S
+    seconds; its errors are raised here, so the exit status is the one an in-process solve gives."""
+    from dpopt.method_processes import solve_and_export_in_process
+
+    timeout = check_real(args.timeout, "timeout", "dpopt solve", low=0.0, low_open=True, high=7 * 86400.0)
+    outcome = solve_and_export_in_process(problem, args.method, args.solver, timeout, repair=not args.no_repair,
+                                          export=export, dense=args.dense)
+    if outcome.kind == "summary":
+        return outcome.value
+    if outcome.kind == "raise":
+        raise outcome.value
+    if outcome.kind == "uncertified":
+        cert = outcome.value["certificate"]
+        raise UncertifiedError(_uncertified_message(outcome.value["method"], cert["max_privacy_loss"], cert["target"]))
+    if outcome.kind == "timeout":
+        raise InvalidParameterError("timeout", "dpopt solve", f"long enough for the solve to finish ({outcome.value}; "
+                                    "nothing was written)", timeout)
+    raise RuntimeError(outcome.value)  # the child's own failure: main's catch-all reports it in one line
 
 
 def _compare_rows(problem: Any, solver: str | None, timeout: float | None) -> tuple[list[dict[str, Any]], list[Failure]]:

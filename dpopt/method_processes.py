@@ -1,4 +1,5 @@
-"""One registered method in a process of its own, stopped when its time is up (``dpopt compare --timeout``).
+"""One registered method in a process of its own, stopped when its time is up (``dpopt compare --timeout``,
+``dpopt solve --timeout``).
 
 A solver cannot be interrupted from Python (HiGHS and Clarabel run in C++ until they finish),
 so a method that must be stopped runs in a child process, which is killed at the deadline.
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
-__all__ = ["MethodOutcome", "solve_in_process"]
+__all__ = ["MethodOutcome", "solve_in_process", "solve_and_export_in_process"]
 
 
 @dataclass(frozen=True)
@@ -44,13 +45,50 @@ def _child(problem: Any, method: str, solver: str | None, connection: Any, paren
     connection.close()
 
 
+def _export_child(problem: Any, method: str, solver: str | None, repair: bool, export: str | None, dense: bool,
+                  connection: Any, parent: int) -> None:
+    """``dpopt solve``'s work in the child: an uncertified mechanism is never exported, and a
+    :class:`~dpopt.validation.DPOptError` travels back whole, so the parent exits as it would have."""
+    from dpopt.registry import solve
+    from dpopt.sweeps import exit_when_gone
+    from dpopt.validation import DPOptError
+
+    exit_when_gone(parent)
+    try:
+        solution = solve(problem, method, solver=solver, repair=repair)
+        if not solution.certificate.ok:
+            outcome = MethodOutcome("uncertified", solution.summary())
+        else:
+            if export is not None:
+                solution.export(export, dense=dense)
+            outcome = MethodOutcome("summary", solution.summary())
+    except DPOptError as exc:
+        outcome = MethodOutcome("raise", exc)
+    except Exception as exc:
+        outcome = MethodOutcome("error", f"{type(exc).__name__}: {exc}")
+    connection.send(outcome)
+    connection.close()
+
+
 def solve_in_process(problem: Any, method: str, solver: str | None, timeout: float) -> MethodOutcome:
     """Solve ``problem`` with ``method`` in a fresh process; stop it after ``timeout`` seconds."""
+    return _in_process(_child, (problem, method, solver), timeout)
+
+
+def solve_and_export_in_process(problem: Any, method: str, solver: str | None, timeout: float, *, repair: bool,
+                                export: str | None, dense: bool) -> MethodOutcome:
+    """:func:`solve_in_process` for ``dpopt solve``: also ``"raise"`` (``value``: the error to raise
+    here) and ``"uncertified"`` (``value``: the summary); the export, if any, is written by the
+    child, and only for a certified mechanism."""
+    return _in_process(_export_child, (problem, method, solver, repair, export, dense), timeout)
+
+
+def _in_process(target: Any, args: tuple[Any, ...], timeout: float) -> MethodOutcome:
     from dpopt.sweeps import isolation_context
 
     context = isolation_context()
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(problem, method, solver, send, os.getpid()), daemon=True)
+    process = context.Process(target=target, args=(*args, send, os.getpid()), daemon=True)
     start = time.monotonic()
     process.start()
     send.close()

@@ -33,6 +33,19 @@ __all__ = [
 class DPOptError(Exception):
     """Base class of every error dpopt raises on purpose."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # picklable whatever the subclass's __init__ takes (a method's process sends its error
+        # back whole: dpopt solve --timeout); a refused value travels as its shown text
+        state = {key: _show(value) if key == "got" else value for key, value in vars(self).items()}
+        return _restore_error, (type(self), self.args, state)
+
+
+def _restore_error(cls: type, args: tuple[Any, ...], state: dict[str, Any]) -> "DPOptError":
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
 
 class InvalidParameterError(DPOptError, ValueError):
     """A parameter is outside what is allowed; raised before any work is done."""

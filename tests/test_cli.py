@@ -5,6 +5,7 @@ import sys
 import pytest
 
 from dpopt import cli
+from dpopt.export import read_solution
 from tests.conftest import PROBLEMS
 
 TABLE1 = str(PROBLEMS / "gupte_sundararajan_table1.toml")
@@ -107,6 +108,30 @@ def test_compare_with_a_timeout_skips_the_methods_still_running(capsys, tmp_path
 def test_compare_where_every_method_is_stopped_names_the_timeout(capsys):
     code, out, err = run(capsys, "compare", TABLE1, "--timeout", "0.001")
     assert code == cli.EXIT_BAD_INPUT and out == "" and "'timeout'" in err and len(err.splitlines()) == 1
+
+
+def test_solve_with_a_timeout_is_the_in_process_solve_or_stops_writing_nothing(capsys, tmp_path):
+    export = tmp_path / "t1.json"
+    code, out, err = run(capsys, "solve", TABLE1, "--timeout", "120", "--export", str(export))
+    code_here, out_here, _ = run(capsys, "solve", TABLE1)
+    isolated, here = json.loads(out), json.loads(out_here)
+    assert code == code_here == 0 and err == "" and isolated["export"] == str(export)
+    assert {k: v for k, v in isolated.items() if k not in ("seconds", "export")} == {k: v for k, v in here.items() if k != "seconds"}
+    assert read_solution(export).certificate.ok
+    slow, stopped = tmp_path / "n300.toml", tmp_path / "never.json"
+    slow.write_text('kind = "count_query"\nn = 300\nalpha = 0.9\n')  # the consumer LP takes minutes
+    code, out, err = run(capsys, "solve", str(slow), "--method", "interaction", "--timeout", "2", "--export", str(stopped))
+    assert code == cli.EXIT_BAD_INPUT and out == "" and "'timeout'" in err and len(err.splitlines()) == 1
+    assert not stopped.exists()
+
+
+@pytest.mark.parametrize("args", [["--method", "nosuch"], ["--method", "interaction", "--solver", "SCS"]])
+def test_solve_with_a_timeout_fails_as_the_in_process_solve(capsys, args):
+    # the child's error comes back whole: the same exit status and line (a bad method: 2; SCS inaccurate: 3)
+    problem = str(PROBLEMS / "drug_company_lower_bound.toml")
+    code, out, err = run(capsys, "solve", problem, *args, "--timeout", "300")
+    code_here, out_here, err_here = run(capsys, "solve", problem, *args)
+    assert code == code_here != 0 and out == out_here == "" and err == err_here and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "1e9"])

@@ -49,3 +49,14 @@ def test_a_field_name_with_a_quote_is_shown_unambiguously():
 
     assert str(InvalidParameterError("'title", "x.toml", "absent", 1)).startswith("The \"'title\" parameter of x.toml")
     assert str(InvalidParameterError("title", "x.toml", "absent", 1)).startswith("The 'title' parameter of x.toml")
+
+
+def test_dpopt_errors_survive_pickling_whole():
+    # a method's process sends its error back (dpopt solve --timeout); a refused value travels as its text
+    import pickle
+
+    refused = InvalidParameterError("n", "count_query", "small", np.arange(3))
+    for error in (refused, SolverError("HIGHS", "infeasible", "(a program)")):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error) and str(copy) == str(error)
+    assert pickle.loads(pickle.dumps(refused)).parameter == "n"
