@@ -33,7 +33,7 @@ from dpopt.export import check_export_path
 from dpopt.problem_files import load_problem
 from dpopt.registry import compare_outcomes, compare_plan, solve
 from dpopt.solution import DATA_KINDS
-from dpopt.limits import MAX_RELEASES
+from dpopt.limits import MAX_RELEASES, MAX_TIMEOUT
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError, check_int, check_real
 
 __all__ = ["main"]
@@ -161,6 +161,11 @@ def _uncertified_message(method: str, loss: float | None, target: float) -> str:
             f"(measured loss {shown} > target {target:.6g}); nothing was released")
 
 
+def _summary_uncertified_message(summary: dict[str, Any]) -> str:
+    cert = summary["certificate"]
+    return _uncertified_message(summary["method"], cert["max_privacy_loss"], cert["target"])
+
+
 def _run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Failure]]:
     """Do the command's work; return the JSON objects to print and what failed beside them."""
     if args.command == "compare":
@@ -236,18 +241,16 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 def _solve_with_timeout(problem: Any, args: argparse.Namespace, export: str | None) -> dict[str, Any]:
     """``dpopt solve --timeout S``: the solve (and export) in a process of its own, stopped after S
     seconds; its errors are raised here, so the exit status is the one an in-process solve gives."""
-    from dpopt.method_processes import solve_and_export_in_process
+    from dpopt.method_processes import solve_in_process
 
-    timeout = check_real(args.timeout, "timeout", "dpopt solve", low=0.0, low_open=True, high=7 * 86400.0)
-    outcome = solve_and_export_in_process(problem, args.method, args.solver, timeout, repair=not args.no_repair,
-                                          export=export, dense=args.dense)
+    timeout = check_real(args.timeout, "timeout", "dpopt solve", low=0.0, low_open=True, high=MAX_TIMEOUT)
+    outcome = solve_in_process(problem, args.method, args.solver, timeout, repair=not args.no_repair, export=export, dense=args.dense)
     if outcome.kind == "summary":
+        if not outcome.value["certificate"]["ok"]:
+            raise UncertifiedError(_summary_uncertified_message(outcome.value))
         return outcome.value
     if outcome.kind == "raise":
         raise outcome.value
-    if outcome.kind == "uncertified":
-        cert = outcome.value["certificate"]
-        raise UncertifiedError(_uncertified_message(outcome.value["method"], cert["max_privacy_loss"], cert["target"]))
     if outcome.kind == "timeout":
         raise InvalidParameterError("timeout", "dpopt solve", f"long enough for the solve to finish ({outcome.value}; "
                                     "nothing was written)", timeout)
@@ -269,8 +272,7 @@ def _compare_rows(problem: Any, solver: str | None, timeout: float | None) -> tu
         if isinstance(outcome, tuple):
             failures.append(outcome)
         elif not outcome["certificate"]["ok"]:
-            cert = outcome["certificate"]
-            failures.append((EXIT_UNCERTIFIED, f"{name} uncertified", _uncertified_message(name, cert["max_privacy_loss"], cert["target"])))
+            failures.append((EXIT_UNCERTIFIED, f"{name} uncertified", _summary_uncertified_message(outcome)))
         else:
             summaries.append(outcome)
     if not summaries and all(code == 0 for code, _, _ in failures):  # every method skipped: bad input, one line
@@ -306,7 +308,7 @@ def _compare_outcomes(problem: Any, solver: str | None, timeout: float | None) -
         return
     from dpopt.method_processes import solve_in_process
 
-    check_real(timeout, "timeout", "dpopt compare", low=0.0, low_open=True, high=7 * 86400.0)
+    check_real(timeout, "timeout", "dpopt compare", low=0.0, low_open=True, high=MAX_TIMEOUT)
     for method, refusal in compare_plan(problem, solver=solver):
         if refusal is not None:
             yield failure(method.name, "skipped", refusal)
@@ -314,6 +316,10 @@ def _compare_outcomes(problem: Any, solver: str | None, timeout: float | None) -
         result = solve_in_process(problem, method.name, solver if method.uses_solver else None, timeout)
         if result.kind == "summary":
             yield method.name, result.value
+        elif result.kind == "raise":  # a solver failure, or any other refusal in the child
+            error = result.value
+            yield failure(method.name, "solver_error", str(error)) if isinstance(error, SolverError) \
+                else failure(method.name, "error", f"{type(error).__name__}: {error}")
         else:
             yield failure(method.name, "skipped" if result.kind == "timeout" else result.kind, result.value)
 

@@ -23,6 +23,7 @@ __all__ = [
     "MAX_UNIVERSE",
     "UNDERFLOW_EXPONENT",
     "MAX_MAGNITUDE",
+    "MAX_TIMEOUT",
     "check_memory",
     "memory_limit",
 ]
@@ -39,6 +40,8 @@ MAX_UNIVERSE = 20_000
 #: Largest magnitude of a user number that dpopt squares or sums (queries, coordinates,
 #: distances, budgets): 1e15^2 times a workload's size stays far from overflow.
 MAX_MAGNITUDE = 1e15
+#: Longest ``--timeout`` (seconds) a command takes (solve, compare, sweep): a week.
+MAX_TIMEOUT = 7 * 86400.0
 #: Dense mechanisms whose entries decay like alpha^k need alpha^k to stay a normal double:
 #: epsilon * k <= this (-ln of the smallest normal double is 708.4; a margin is kept).
 #: Below it, ratios of subnormal entries are inexact and zeros appear beside non-zeros.

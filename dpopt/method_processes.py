@@ -17,38 +17,22 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
-__all__ = ["MethodOutcome", "solve_in_process", "solve_and_export_in_process"]
+__all__ = ["MethodOutcome", "solve_in_process"]
 
 
 @dataclass(frozen=True)
 class MethodOutcome:
     """What a method's process gave: ``kind`` is ``"summary"`` (``value``: the summary dict),
-    ``"solver_error"`` or ``"error"`` (``value``: the message), or ``"timeout"``."""
+    ``"raise"`` (``value``: the :class:`~dpopt.validation.DPOptError` it raised, whole),
+    ``"error"`` (``value``: the message of any other exception), or ``"timeout"``."""
 
     kind: str
     value: Any
 
 
-def _child(problem: Any, method: str, solver: str | None, connection: Any, parent: int) -> None:
-    from dpopt.registry import solve
-    from dpopt.sweeps import exit_when_gone
-    from dpopt.validation import SolverError
-
-    exit_when_gone(parent)
-    try:
-        outcome = MethodOutcome("summary", solve(problem, method, solver=solver).summary())
-    except SolverError as exc:
-        outcome = MethodOutcome("solver_error", str(exc))
-    except Exception as exc:  # sent back whole: the parent says what failed, in one line
-        outcome = MethodOutcome("error", f"{type(exc).__name__}: {exc}")
-    connection.send(outcome)
-    connection.close()
-
-
-def _export_child(problem: Any, method: str, solver: str | None, repair: bool, export: str | None, dense: bool,
-                  connection: Any, parent: int) -> None:
-    """``dpopt solve``'s work in the child: an uncertified mechanism is never exported, and a
-    :class:`~dpopt.validation.DPOptError` travels back whole, so the parent exits as it would have."""
+def _child(problem: Any, method: str, solver: str | None, repair: bool, export: str | None, dense: bool,
+           connection: Any, parent: int) -> None:
+    """Solve, export only a certified mechanism, and send back the summary or the error."""
     from dpopt.registry import solve
     from dpopt.sweeps import exit_when_gone
     from dpopt.validation import DPOptError
@@ -56,31 +40,24 @@ def _export_child(problem: Any, method: str, solver: str | None, repair: bool, e
     exit_when_gone(parent)
     try:
         solution = solve(problem, method, solver=solver, repair=repair)
-        if not solution.certificate.ok:
-            outcome = MethodOutcome("uncertified", solution.summary())
-        else:
-            if export is not None:
-                solution.export(export, dense=dense)
-            outcome = MethodOutcome("summary", solution.summary())
-    except DPOptError as exc:
+        if export is not None and solution.certificate.ok:
+            solution.export(export, dense=dense)
+        outcome = MethodOutcome("summary", solution.summary())
+    except DPOptError as exc:  # picklable: the parent raises it again
         outcome = MethodOutcome("raise", exc)
-    except Exception as exc:
+    except Exception as exc:  # anything else: the parent says what failed, in one line
         outcome = MethodOutcome("error", f"{type(exc).__name__}: {exc}")
     connection.send(outcome)
     connection.close()
 
 
-def solve_in_process(problem: Any, method: str, solver: str | None, timeout: float) -> MethodOutcome:
-    """Solve ``problem`` with ``method`` in a fresh process; stop it after ``timeout`` seconds."""
-    return _in_process(_child, (problem, method, solver), timeout)
+def solve_in_process(problem: Any, method: str, solver: str | None, timeout: float, *, repair: bool = True,
+                     export: str | None = None, dense: bool = False) -> MethodOutcome:
+    """Solve ``problem`` with ``method`` in a fresh process; stop it after ``timeout`` seconds.
 
-
-def solve_and_export_in_process(problem: Any, method: str, solver: str | None, timeout: float, *, repair: bool,
-                                export: str | None, dense: bool) -> MethodOutcome:
-    """:func:`solve_in_process` for ``dpopt solve``: also ``"raise"`` (``value``: the error to raise
-    here) and ``"uncertified"`` (``value``: the summary); the export, if any, is written by the
-    child, and only for a certified mechanism."""
-    return _in_process(_export_child, (problem, method, solver, repair, export, dense), timeout)
+    With ``export``, the child writes the mechanism there if (and only if) it is certified;
+    the caller checks the summary's certificate."""
+    return _in_process(_child, (problem, method, solver, repair, export, dense), timeout)
 
 
 def _in_process(target: Any, args: tuple[Any, ...], timeout: float) -> MethodOutcome:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.lazy_modules import pandas as pd
+from dpopt.limits import MAX_TIMEOUT
 from dpopt.problem_files import problem_from_dict
 from dpopt.sweep_files import MAX_CELLS, OWNER, RESULT_COLUMNS, Cell, Sweep, load_sweep, sweep_from_dict
 from dpopt.validation import InvalidParameterError, check_int, check_real, fail
@@ -264,7 +265,7 @@ def run_sweep(
     """
     workers = check_int(workers, "workers", OWNER, low=1, high=256)
     if timeout is not None:
-        timeout = check_real(timeout, "timeout", OWNER, low=0.0, low_open=True, high=7 * 86400.0)
+        timeout = check_real(timeout, "timeout", OWNER, low=0.0, low_open=True, high=MAX_TIMEOUT)
         if scheduler is not None:
             raise fail("timeout", OWNER, "absent with a Dask scheduler (Dask does not stop a running task)", timeout)
     target = Path(output) if output is not None else None
