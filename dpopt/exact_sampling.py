@@ -249,11 +249,10 @@ def _power_coins(power: tuple[int, int], digit: int, as_digit: bool, size: int, 
             return (lo << (64 * words)) // ((1 << precision) + lo), -((-hi << (64 * words)) // ((1 << precision) + hi))
         return lo >> (precision - 64 * words), -((-hi) >> (precision - 64 * words))
 
-    lo, hi = scaled_bounds(1)
+    lo, hi = scaled_bounds(1)  # lo < 2**64 as p < 1; hi may reach 2**64
     words = random_words(source, size)
-    out = words < np.uint64(min(lo, 2**64 - 1)) if lo < 2**64 else np.ones(size, dtype=bool)
-    undecided = np.flatnonzero((words >= np.uint64(min(lo, 2**64 - 1))) & (words < np.uint64(min(hi, 2**64 - 1)))) \
-        if lo < 2**64 else np.zeros(0, dtype=np.int64)
+    out = words < np.uint64(lo)
+    undecided = np.flatnonzero(~out & ((words < np.uint64(min(hi, 2**64 - 1))) | (hi >= 2**64)))
     for position in undecided:
         u, t = int(words[position]), 1
         while True:

@@ -92,12 +92,11 @@ class DXLaplaceMechanism:
         x = check_histogram(histogram, self.metric.size, "dx laplace mechanism")
         if np.any(x != np.round(x)):
             raise fail("histogram", "dx laplace mechanism", "integer counts for an exact release", x)
-        counts = [int(v) for v in x]
+        counts, step = [int(v) for v in x], Fraction(float(grid))
         out = np.empty((count, self.scales.size))
         for k, (row, c) in enumerate(zip(self.transformed, self.scales)):
             mean = Fraction(float(c)) * sum((Fraction(float(q)) * n for q, n in zip(row, counts) if n), Fraction(0))
-            cells = rounded_laplace(mean, float(c), grid, count, source)
-            out[:, k] = [float(j * Fraction(float(grid))) for j in cells]
+            out[:, k] = [float(j * step) for j in rounded_laplace(mean, float(c), grid, count, source)]
         return out
 
     def release(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
