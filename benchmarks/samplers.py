@@ -19,7 +19,7 @@ for the discrete Gaussian. Two rows compare an exact path with the exact path ov
 weights that it replaced where those weights underflow (``ratio_to_float`` there): G's row
 drawn as the two-sided geometric, and an exponential mechanism drawn from its logits. The
 last rows time the exact grid releases against the float samplers they replace: the
-rounded Laplace of the d_X routes, and a neighbouring-set density (``GRID_DRAWS`` draws).
+rounded Laplace of the d_X routes, and a neighbouring-set density.
 """
 
 from __future__ import annotations
@@ -132,9 +132,8 @@ def _opendp() -> dict[str, Callable[[int, int], Any]]:
 
 
 #: The grid release of a neighbouring-set density (Theorem 3 for V1: 481,202 pieces), against
-#: its float sampler; it draws each cell in rational arithmetic, so it runs fewer draws.
+#: its float sampler.
 GRID_CASE = "grid release of Theorem 3 noise (V1, delta=10, eps=1; grid 0.01)"
-GRID_DRAWS = 20_000
 
 
 def exact_table(draws: int) -> pd.DataFrame:
@@ -184,11 +183,10 @@ def exact_table(draws: int) -> pd.DataFrame:
     }
     rows = []
     for name, (exact, floating, other) in cases.items():
-        count = min(draws, GRID_DRAWS) if name == GRID_CASE else draws  # a Python loop over rational cells
-        seconds = min(_timed(lambda: exact(count, 1)) for _ in range(3))
-        entry = {"sampler": name, "draws": count, "exact_draws_per_second": count / seconds}
+        seconds = min(_timed(lambda: exact(draws, 1)) for _ in range(3))
+        entry = {"sampler": name, "draws": draws, "exact_draws_per_second": draws / seconds}
         if floating is not None:
-            entry["ratio_to_float"] = seconds / min(_timed(lambda: floating(count, 1)) for _ in range(3))
+            entry["ratio_to_float"] = seconds / min(_timed(lambda: floating(draws, 1)) for _ in range(3))
         if other is not None:
             small = min(draws, 200_000)  # OpenDP takes a Python list: keep its run short
             entry["opendp_draws_per_second"] = small / min(_timed(lambda: other(small, 1)) for _ in range(2))

@@ -49,7 +49,8 @@ OWNER = "piecewise noise"
 GRID_SAMPLER = ("exact: x + Z rounded to the nearest multiple of release_grid in rational arithmetic; Z's piece drawn "
                 "from its weights exp(log value) * length as dyadic rationals M 2**e (each within a few ulps), a tail "
                 "period by exact geometric coins on the dyadic decay, the sign by a fair bit, the grid cell within the "
-                "piece by its exact overlap")
+                "piece by its exact overlap (a uniform 64-bit word, decided in float64 with an error margin eight times "
+                "the rounding error's bound, or by the rest of the uniform in rational arithmetic)")
 #: Most grid cells one piece of the density may span in :meth:`PiecewiseNoise.grid_release`
 #: (cells are drawn by an exact uniform integer below 2**62).
 MAX_CELLS_PER_PIECE = 2**60
@@ -196,9 +197,10 @@ class PiecewiseNoise:
         A fair bit gives the sign. Given the piece ``[lo, hi)`` of Z, the release is the grid
         point j g whose cell ``[(j - 1/2) g, (j + 1/2) g)`` holds ``x + U`` for U uniform on
         the piece: j is drawn with probability the cell's overlap with ``x + [lo, hi)`` over
-        ``hi - lo``, computed exactly from x, g and the breaks as the dyadic rationals they
-        are (:meth:`_cell`). So the release's law is exactly the rounding of ``x + Z`` for the
-        density held as dyadic weights.
+        ``hi - lo``, exactly for x, g and the breaks as the dyadic rationals they are
+        (:meth:`_rounded`: decided by a uniform word in float64 with a proven margin, or
+        in rational arithmetic). So the release's law is exactly the rounding of ``x + Z``
+        for the density held as dyadic weights.
         """
         x, g = Fraction(float(true_value)), Fraction(float(grid))
         b, v = self.breaks, self.log_values
@@ -218,12 +220,36 @@ class PiecewiseNoise:
             periods[tail] = 1 + exact_geometric(self.decay, int(tail.sum()), source)
             piece[tail] = period[exact_choice_logits(period_logits, int(tail.sum()), source)]
         negative = (random_words(source, count) & np.uint64(1)).astype(bool)
-        shift, out = Fraction(float(self.period)), np.empty(count)
-        for n, (k, q, sign) in enumerate(zip(piece, periods, negative)):
-            lo, hi = Fraction(float(b[k])) + int(q) * shift, Fraction(float(b[k + 1])) + int(q) * shift
-            if sign:
-                lo, hi = -hi, -lo
-            out[n] = float(self._cell((x + lo) / g + Fraction(1, 2), (x + hi) / g + Fraction(1, 2), source) * g)
+        return self._rounded(x, g, piece, periods, negative, source)
+
+    def _rounded(self, x: Fraction, g: Fraction, piece: np.ndarray, periods: np.ndarray, negative: np.ndarray,
+                 source: RandomSource) -> np.ndarray:
+        """``j g`` for the grid index j of ``x + U``, U uniform on each draw's piece, drawn exactly.
+
+        In grid units the piece is ``[s, e)`` with ``s = (x + lo) / g + 1/2``, and j = floor(s + V (e - s)),
+        V uniform on [0, 1). V's first 64 bits are a uniform word W, which places ``s + V (e - s)`` in
+        ``[s + W (e - s) 2**-64, s + (W + 1) (e - s) 2**-64)``. Where float arithmetic shows that
+        interval inside one cell with room to spare, j is decided; otherwise (about ``2**-40 S`` of the
+        draws, S the draw's magnitude in cells) :meth:`_cell` draws the rest of V exactly on that
+        interval in rational arithmetic. Either way j has exactly the law of floor(s + V (e - s)).
+        """
+        b = self.breaks
+        offset = periods * float(self.period)
+        lo, hi = b[piece] + offset, b[piece + 1] + offset
+        lo, hi = np.where(negative, -hi, lo), np.where(negative, -lo, hi)
+        words = random_words(source, piece.size)
+        cells, decided = _decided_cells(float(x), float(g), lo, hi, words)
+        out = cells * float(g)  # |j| < 2**40: j g rounded once, as float(Fraction(j) * g) would be
+        shift = Fraction(float(self.period))
+        for n in np.flatnonzero(~decided):
+            k, q = int(piece[n]), int(periods[n])
+            low, high = Fraction(float(b[k])) + q * shift, Fraction(float(b[k + 1])) + q * shift
+            if negative[n]:
+                low, high = -high, -low
+            start, width = (x + low) / g + Fraction(1, 2), (high - low) / g
+            word = int(words[n])
+            cell = self._cell(start + width * Fraction(word, 2**64), start + width * Fraction(word + 1, 2**64), source)
+            out[n] = float(cell * g)
         return out
 
     @staticmethod
@@ -305,3 +331,29 @@ def range_minimum(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np
         here = level == j
         answer[here] = np.minimum(table[first[here]], table[last[here] - (1 << j) + 1])
     return answer
+
+
+#: Cells whose index exceeds this are left to exact rational arithmetic in :func:`_decided_cells`
+#: (below it, cell indices and the error margin are exact in float64 with room to spare).
+FAST_CELLS = 2.0**40
+
+
+def _decided_cells(x: float, g: float, lo: np.ndarray, hi: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Grid indices decided in float64 by each draw's first word, and which are decided.
+
+    With S = (|x| + max(|lo|, |hi|)) / g, the float values of ``s + W w 2**-64`` and
+    ``s + (W + 1) w 2**-64`` (s = (x + lo) / g + 1/2, w = (hi - lo) / g, lo and hi themselves
+    computed as ``b + q Delta``) lie within 32 u (S + 1) of the exact ones, u = 2**-53: about
+    fourteen roundings, each of at most u times a magnitude below 3 (S + 1). A draw is decided
+    when both ends, widened by ``2**-45 (S + 1)`` (eight times that error), have one floor, and
+    S + 1 < :data:`FAST_CELLS`, so that the floors are exact integers.
+    """
+    scale = (abs(x) + np.maximum(np.abs(lo), np.abs(hi))) / g + 1.0
+    start = (x + lo) / g + 0.5
+    width = (x + hi) / g + 0.5 - start
+    fraction = words.astype(float) * 2.0**-64
+    first, last = start + fraction * width, start + (fraction + 2.0**-64) * width
+    margin = 2.0**-45 * scale
+    below, above = np.floor(first - margin), np.floor(last + margin)
+    decided = (below == above) & (scale < FAST_CELLS)
+    return np.where(decided, below, 0.0).astype(np.int64), decided

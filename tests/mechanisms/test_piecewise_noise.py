@@ -1,6 +1,7 @@
 """Exact releases of piecewise-constant noise on a grid (PiecewiseNoise.grid_release)."""
 
 import json
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -12,7 +13,8 @@ from scipy import stats
 import dpopt
 from dpopt.cli import main
 from dpopt.mechanisms.neighbouring_sets import check_neighbouring_set, ring_noise, staircase_noise
-from dpopt.mechanisms.piecewise_noise import GRID_SAMPLER, PiecewiseNoise
+from dpopt.mechanisms import piecewise_noise
+from dpopt.mechanisms.piecewise_noise import GRID_SAMPLER, PiecewiseNoise, _decided_cells
 from dpopt.problems.noise_adding import NeighbouringSetNoise
 from dpopt.validation import InvalidParameterError
 from tests.distributions import integer_fit_pvalue
@@ -35,6 +37,49 @@ def test_grid_release_follows_the_rounded_law(noise, x, grid):
     assert integer_fit_pvalue(cells, lambda j: _rounded_law(noise, x, grid, j)) > 1e-3
     if noise.decay > 0.7:
         assert np.abs(draws).max() > noise.cutoff + noise.period  # tail periods were drawn
+
+
+def test_the_exact_fallback_alone_follows_the_rounded_law(monkeypatch):
+    # with no draw decided in float64, every cell comes from the rational path on its word's interval
+    monkeypatch.setattr(piecewise_noise, "FAST_CELLS", 0.0)
+    noise = staircase_noise(1.0, 0.3, 0.4)
+    draws = noise.grid_release(0.3, 0.37, 20_000, np.random.default_rng(5))
+    cells = np.rint(draws / 0.37).astype(np.int64)
+    assert integer_fit_pvalue(cells, lambda j: _rounded_law(noise, 0.3, 0.37, j)) > 1e-3
+
+
+_WORDS = st.one_of(st.integers(0, 2**64 - 1), st.sampled_from([0, 1, 2**63, 2**64 - 2, 2**64 - 1]))
+
+
+@st.composite
+def _pieces(draw):
+    """x, g, lo, hi as floats, often with a cell boundary (j - 1/2) g landing on or next to x + lo or x + hi."""
+    g = draw(st.floats(1e-6, 1e3))
+    x = draw(st.floats(-1e6, 1e6))
+    lo = draw(st.floats(-1e6, 1e6))
+    hi = lo + draw(st.floats(1e-9, 1e4))
+    if draw(st.booleans()):  # put lo (or hi) at a float next to a cell boundary
+        j = round((x + lo) / g)
+        target = (j - 0.5) * g - x
+        lo = float(np.nextafter(target, draw(st.sampled_from([-np.inf, np.inf])))) if draw(st.booleans()) else target
+        if draw(st.booleans()):
+            hi, lo = lo, lo - draw(st.floats(1e-9, 1e4))
+    return x, g, lo, hi
+
+
+@settings(max_examples=400, deadline=None)
+@given(_pieces(), _WORDS)
+def test_a_decided_cell_is_the_floor_of_both_ends_exactly(piece, word):
+    x, g, lo, hi = piece
+    cells, decided = _decided_cells(x, g, np.array([lo]), np.array([hi]), np.array([word], dtype=np.uint64))
+    start = (Fraction(x) + Fraction(lo)) / Fraction(g) + Fraction(1, 2)
+    width = (Fraction(hi) - Fraction(lo)) / Fraction(g)
+    first, last = start + width * Fraction(word, 2**64), start + width * Fraction(word + 1, 2**64)
+    if decided[0]:  # the word's whole interval lies in cell j: floor(first) = j and last <= j + 1
+        assert math.floor(first) == int(cells[0]) and last <= int(cells[0]) + 1
+    else:  # the float path gives up only beyond FAST_CELLS or with a cell boundary near the interval
+        room = Fraction(2.0**-44) * ((abs(Fraction(x)) + max(abs(Fraction(lo)), abs(Fraction(hi)))) / Fraction(g) + 1)
+        assert room >= Fraction(2.0**-44) * piecewise_noise.FAST_CELLS or math.floor(first - room) != math.floor(last + room)
 
 
 def test_grid_release_is_reproducible_and_secure_draws_run():
