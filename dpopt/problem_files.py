@@ -33,7 +33,7 @@ PROBLEM_KINDS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "multi_level_release": (MultiLevelRelease, ("n", "alphas", "epsilons")),
     "noise_adding": (NoiseAdding, ("sensitivity", "epsilon", "alpha", "cost", "window")),
     "dx_linear_query": (DXLinearQuery, ("n", "query", "metric", "histogram", "synthetic_size", "beta", "release_grid")),
-    "statistical_query": (StatisticalQuery, ("n", "values", "epsilons", "budget", "matrices", "rows")),
+    "statistical_query": (StatisticalQuery, ("n", "values", "epsilons", "budget", "matrices", "rows", "release_grid")),
     "calibration": (Calibration, ("mechanism", "epsilon", "alpha", "delta", "sensitivity", "p", "lower", "upper", "grid")),
     "finite_query": (FiniteQuery, ("universe", "epsilon", "alpha", "loss", "outputs", "objective", "prior", "side_information",
                                    "privacy", "calibrate_shortcuts", "delta", "gamma", "important", "penalty")),

@@ -220,7 +220,7 @@ class Solution:
         if exact and not self.sampler_description.startswith("exact"):
             raise fail("exact", self.kind, "False to draw from this mechanism: it has no exact sampler, and its floating-point draws "
                        "are for simulation studies, not releases (release real values on a grid: the discrete_laplace or "
-                       "discrete_gaussian calibration, or release_grid in a neighbouring-set noise or d_X problem)", exact)
+                       "discrete_gaussian calibration, or release_grid in a neighbouring-set noise, d_X or statistical query problem)", exact)
         source = resolve_rng(rng, secure=secure)
         if not self.certificate.ok:
             raise fail("certificate", self.kind, "a passing privacy certificate before sampling", self.certificate.to_dict())

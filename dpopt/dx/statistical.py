@@ -22,13 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpopt.dx.smalldb import envelope_breakpoints, lipschitz_approximation
+from dpopt.mechanisms.grid_release import rounded_laplace
 from dpopt.mechanisms.laplace import laplace_ppf
-from dpopt.sampling import check_count, open_uniforms, require_simulation, resolve_rng
+from dpopt.sampling import RandomSource, check_count, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_array, check_int, fail
 
 __all__ = ["MAX_JOINT_ROWS", "AttributeScale", "MarginalRelease", "joint_map_error", "marginal_attribute_scale"]
@@ -109,29 +111,45 @@ class MarginalRelease:
             if attribute.scale == 0 and np.any((spread > 0) & np.isfinite(budget)):  # released without noise
                 raise fail("attributes", OWNER, f"a map constant on attribute {k} wherever d is finite (its scale is 0)", k)
 
-    def _mapped_mean(self, rows: np.ndarray) -> np.ndarray:
-        columns = []
+    def _rows(self, rows: Any) -> np.ndarray:
+        data = check_array(rows, "rows", OWNER, ndim=2, max_abs=1e12)
+        if data.shape != (self.n, len(self.attributes)):
+            raise fail("rows", OWNER, f"{self.n} rows of {len(self.attributes)} attributes", data.shape)
+        return data
+
+    def _exact_mean(self, data: np.ndarray, attribute: int) -> Fraction:
+        """``mean_rows(u'_i)`` in rational arithmetic from the float64 map (counts per value, so n may be large)."""
+        values = self.attributes[attribute]
+        lookup = {float(v): Fraction(float(m)) for v, m in zip(values.values, values.mapped)}
+        seen, counts = np.unique(data[:, attribute], return_counts=True)
+        try:
+            total = sum((lookup[float(v)] * int(k) for v, k in zip(seen, counts)), Fraction(0))
+        except KeyError as exc:
+            raise fail("rows", OWNER, f"values of attribute {attribute} in its value set", float(exc.args[0])) from None
+        return total / self.n
+
+    def grid_release(self, rows: Any, grid: float, count: int, source: RandomSource) -> np.ndarray:
+        """``count`` releases, shape (count, d): each ``c_i mean(u'_i) + Lap(c_i)`` rounded to the nearest multiple
+        of ``grid``, drawn exactly (:func:`dpopt.mechanisms.grid_release.rounded_laplace`; the means in
+        rational arithmetic from the float64 c and u'). An attribute with c = 0 (a constant map) releases
+        its mean rounded to the grid."""
+        data = self._rows(rows)
+        count = check_count(count, OWNER)
+        step = Fraction(float(grid))
+        out = np.empty((count, len(self.attributes)))
         for k, attribute in enumerate(self.attributes):
-            index = np.searchsorted(attribute.values, rows[:, k]) if np.all(np.diff(attribute.values) > 0) else None
-            if index is None or np.any(attribute.values[np.clip(index, 0, attribute.values.size - 1)] != rows[:, k]):
-                lookup = {float(v): float(m) for v, m in zip(attribute.values, attribute.mapped)}
-                try:
-                    columns.append(np.mean([lookup[float(v)] for v in rows[:, k]]))
-                except KeyError as exc:
-                    raise fail("rows", OWNER, f"values of attribute {k} in its value set", float(exc.args[0])) from None
-            else:
-                columns.append(float(attribute.mapped[index].mean()))
-        return np.array(columns)
+            mean = self._exact_mean(data, k)
+            centre = mean * Fraction(float(attribute.scale)) if attribute.scale > 0 else mean
+            out[:, k] = [float(j * step) for j in rounded_laplace(centre, float(attribute.scale), grid, count, source)]
+        return out
 
     def release(self, rows: Any, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
         """``count`` floating-point releases for a dataset of n rows (n x d): simulation only (``exact=False``)."""
         require_simulation(exact, OWNER)
-        data = check_array(rows, "rows", OWNER, ndim=2, max_abs=1e12)
-        if data.shape != (self.n, len(self.attributes)):
-            raise fail("rows", OWNER, f"{self.n} rows of {len(self.attributes)} attributes", data.shape)
+        data = self._rows(rows)
         count = check_count(count, OWNER)
         c = np.array([a.scale for a in self.attributes])
-        mean = self._mapped_mean(data)
+        mean = np.array([float(self._exact_mean(data, k)) for k in range(c.size)])
         centre = np.where(c > 0, c * mean, mean)  # c = 0: u' is released exactly (private only if constant)
         source = resolve_rng(rng, secure=secure)
         noise = laplace_ppf(open_uniforms(source, count * c.size).reshape(count, c.size), np.where(c > 0, c, 1.0))

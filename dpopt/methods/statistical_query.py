@@ -42,6 +42,7 @@ from dpopt.dx.statistical import (
 )
 from dpopt.export import StoredSolution
 from dpopt.limits import MAX_MAGNITUDE
+from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER
 from dpopt.problems.statistical_query import StatisticalQuery
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
@@ -91,13 +92,19 @@ def statistical_solution(problem: StatisticalQuery, scales: np.ndarray, mapped: 
         if not release:  # re-checks Theorem 10's condition itself
             attributes = [AttributeScale(u, m, float(c), 0.0, 0.0) for u, m, c in zip(problem.attribute_values, mapped, scales)]
             release.append(MarginalRelease(attributes, [problem.distances(k) for k in range(problem.attributes)], problem.n))
-        return release[0].release(data, count, rng=source, exact=False)  # Solution.sample gates the float path
+        if problem.release_grid is None:
+            return release[0].release(data, count, rng=source, exact=False)  # Solution.sample gates the float path
+        positive = scales[scales > 0]
+        if positive.size and problem.release_grid > 1e3 * positive.min():
+            raise fail("release_grid", KIND, f"at most 1000 times the smallest noise scale ({positive.min():.6g})", problem.release_grid)
+        return release[0].grid_release(data, problem.release_grid, count, source)
 
     return Solution(
         problem=problem, method=method, exact=True, solver="none", status="closed_form", seconds=0.0,
         objective=_bound(problem, scales, mapped), certificate=cert,
         parameters={"scales": [float(c) for c in scales], "mapped_values": [m.tolist() for m in mapped], **(extra or {})},
-        sampler=sampler, details={"scales": np.asarray(scales, dtype=float), "mapped": mapped},
+        sampler=sampler, sampling=None if problem.release_grid is None else ROUNDED_LAPLACE_SAMPLER,
+        details={"scales": np.asarray(scales, dtype=float), "mapped": mapped},
     )
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.limits import MAX_MAGNITUDE
-from dpopt.validation import check_array, check_choice, check_int, fail
+from dpopt.validation import check_array, check_choice, check_int, check_real, fail
 
 __all__ = ["BUDGETS", "MAX_ATTRIBUTES", "MAX_ATTRIBUTE_VALUES", "MAX_ROWS", "StatisticalQuery"]
 
@@ -59,6 +59,12 @@ class StatisticalQuery:
         columns in the order of the attribute's sorted values.
     rows : array (n, d), optional
         A dataset, each entry in its attribute's value set, released by ``sample``.
+    release_grid : float, optional
+        g > 0: each attribute's ``c_i mean(u'_i) + Lap(c_i)`` is released rounded to the
+        nearest multiple of g, drawn exactly
+        (:meth:`dpopt.dx.statistical.MarginalRelease.grid_release`; rounding is
+        post-processing). Without it the release has only the floating-point sampler, for
+        simulation studies.
     """
 
     n: int
@@ -67,6 +73,7 @@ class StatisticalQuery:
     budget: str = "discrete"
     matrices: Any = None
     rows: Any = None
+    release_grid: Any = None
     attribute_values: tuple[np.ndarray, ...] = field(init=False, repr=False)
 
     kind = KIND
@@ -95,6 +102,9 @@ class StatisticalQuery:
         object.__setattr__(self, "matrices", self._check_matrices(budget))
         if self.rows is not None:
             object.__setattr__(self, "rows", self.check_rows(self.rows))
+        if self.release_grid is not None:
+            object.__setattr__(self, "release_grid", check_real(self.release_grid, "release_grid", KIND, low=1.0 / MAX_MAGNITUDE,
+                                                                high=MAX_MAGNITUDE))
 
     def _check_matrices(self, budget: str) -> tuple[np.ndarray, ...] | None:
         if budget != "matrix":
@@ -155,6 +165,8 @@ class StatisticalQuery:
             data["matrices"] = [d.tolist() for d in self.matrices]
         if self.rows is not None:
             data["rows"] = self.rows.tolist()
+        if self.release_grid is not None:
+            data["release_grid"] = self.release_grid
         return data
 
     def __repr__(self) -> str:

@@ -137,3 +137,49 @@ def test_a_zero_scale_with_a_moving_map_is_never_released():
 
     with pytest.raises(InvalidParameterError, match="constant"):
         MarginalRelease([AttributeScale(np.array([0.0, 1.0]), np.array([0.0, 1.0]), 0.0, 0.0, 0.0)], [np.array([[0, 1.0], [1.0, 0]])], 3)
+
+
+def test_a_release_grid_releases_each_attribute_exactly_by_the_rounded_laplace_law(capsys, tmp_path):
+    from fractions import Fraction
+
+    from tests.distributions import integer_fit_pvalue, laplace_cdf
+
+    path = tmp_path / "grid.toml"
+    path.write_text((PROBLEMS / "statistical_marginal.toml").read_text() + "release_grid = 0.05\n")
+    assert main(["sample", str(path), "--count", "3", "--seed", "4"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sampler"].startswith("exact: mean + Laplace") and "release_grid" in out["certificate"]["covers"]
+    assert np.array(out["releases"]).shape == (3, 3)
+    problem = load_problem(path)
+    solution = dpopt.solve(problem, "exact")
+    draws = solution.sample(None, 30_000, rng=9)
+    cells = np.rint(draws / 0.05).astype(np.int64)
+    assert np.allclose(cells * 0.05, draws, rtol=1e-12, atol=0)
+    for k, (c, mapped) in enumerate(zip(solution.details["scales"], solution.details["mapped"])):
+        lookup = dict(zip(problem.attribute_values[k].tolist(), mapped.tolist()))
+        mean = float(c) * float(sum(Fraction(lookup[v]) for v in problem.rows[:, k].tolist()) / problem.n)
+        law = lambda j, mean=mean, c=float(c): laplace_cdf(j * 0.05 + 0.025 - mean, c) - laplace_cdf(j * 0.05 - 0.025 - mean, c)  # noqa: E731
+        assert integer_fit_pvalue(cells[:, k], law) > 1e-3, k
+
+
+def test_a_grid_coarser_than_the_noise_is_refused_at_release_and_bad_grids_at_construction():
+    problem = load_problem(PROBLEMS / "statistical_marginal.toml")
+    fields = {"n": problem.n, "values": [u.tolist() for u in problem.attribute_values], "epsilons": problem.epsilons.tolist(),
+              "budget": "matrix", "matrices": [d.tolist() for d in problem.matrices], "rows": problem.rows.tolist()}
+    coarse = dpopt.StatisticalQuery(**fields, release_grid=1e4)
+    with pytest.raises(InvalidParameterError, match="release_grid"):
+        dpopt.solve(coarse, "exact").sample(None, 1, rng=0)
+    for bad in (0.0, -0.1, float("nan"), float("inf"), "0.01", True, 1e-300):
+        with pytest.raises(InvalidParameterError, match="release_grid"):
+            dpopt.StatisticalQuery(**fields, release_grid=bad)
+
+
+def test_a_grid_solution_exported_and_read_back_still_releases_exactly(tmp_path):
+    problem = load_problem(PROBLEMS / "statistical_marginal.toml")
+    fields = {"n": problem.n, "values": [u.tolist() for u in problem.attribute_values], "epsilons": problem.epsilons.tolist(),
+              "budget": "matrix", "matrices": [d.tolist() for d in problem.matrices], "rows": problem.rows.tolist()}
+    solution = dpopt.solve(dpopt.StatisticalQuery(**fields, release_grid=0.25), "exact")
+    solution.export(str(tmp_path / "m.json"))
+    back = read_solution(str(tmp_path / "m.json"))
+    assert back.problem.release_grid == 0.25 and back.sampler_description == solution.sampler_description
+    np.testing.assert_array_equal(back.sample(None, 50, rng=3), solution.sample(None, 50, rng=3))
