@@ -33,6 +33,7 @@ from dpopt.export import check_export_path
 from dpopt.problem_files import load_problem
 from dpopt.registry import compare_outcomes, compare_plan, solve
 from dpopt.solution import DATA_KINDS
+from dpopt.problems.calibration import ROUNDED_MECHANISMS
 from dpopt.limits import MAX_RELEASES, MAX_TIMEOUT
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError, check_int, check_real
 
@@ -222,7 +223,11 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         if error.parameter != "exact":
             raise
         # name the flag a command-line user can give, not the API's keyword
-        grid = " (or declare release_grid in the problem file: exact releases on that grid)" if hasattr(problem, "release_grid") else ""
+        grid = ""
+        if hasattr(problem, "release_grid"):
+            grid = " (or declare release_grid in the problem file: exact releases on that grid)"
+        elif getattr(problem, "mechanism", None) in ROUNDED_MECHANISMS:
+            grid = " (or declare grid in the problem file: exact releases rounded to that grid)"
         raise InvalidParameterError("--float", "dpopt sample", f"given to draw from {solution.method}, which has no exact "
                                     f"sampler: its floating-point draws are for simulation studies, not releases{grid}", False) from None
     summary = solution.summary()

@@ -137,10 +137,10 @@ class Solution:
             return ("G T with the float64 alpha and T, measured in log space; G's row is drawn as G itself (its normal "
                     "float64 entries are within an ulp of it), then T's row exactly")
         if self.sampler_description.startswith("exact: mean + Laplace"):
-            return ("the Laplace mechanism, measured; releases round it to release_grid (post-processing) with each "
+            return ("the Laplace mechanism, measured; releases round it to release_grid (a calibration's grid; post-processing) with each "
                     "cell's probability within a few ulps of the continuous mechanism's")
         if self.sampler_description.startswith("exact: x + Z rounded"):
-            return ("the real density, measured in log space; releases round x + Z to release_grid (post-processing) with "
+            return ("the real density, measured in log space; releases round x + Z to release_grid (a calibration's grid; post-processing) with "
                     "each piece's weight within a few ulps of that density")
         if self.sampler_description.startswith("exact"):
             return "the exact release the sampler draws"
@@ -220,7 +220,8 @@ class Solution:
         if exact and not self.sampler_description.startswith("exact"):
             raise fail("exact", self.kind, "False to draw from this mechanism: it has no exact sampler, and its floating-point draws "
                        "are for simulation studies, not releases (release real values on a grid: the discrete_laplace or "
-                       "discrete_gaussian calibration, or release_grid in a neighbouring-set noise, d_X or statistical query problem)", exact)
+                       "discrete_gaussian calibration, a grid for the laplace or staircase calibration, or release_grid in a neighbouring-set "
+                       "noise, d_X or statistical query problem)", exact)
         source = resolve_rng(rng, secure=secure)
         if not self.certificate.ok:
             raise fail("certificate", self.kind, "a passing privacy certificate before sampling", self.certificate.to_dict())

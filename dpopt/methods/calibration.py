@@ -5,13 +5,15 @@ are documented there). The Solution holds parameters instead of a matrix:
 ``scale`` (sigma for Gaussians, b otherwise; the step width Delta for the
 staircase, with its ``gamma``), ``expected_absolute_error`` (also the objective),
 and a certificate stating the guarantee and how it is established. Sampling
-releases ``true_value + Z``.
+releases ``true_value + Z``; with a ``grid``, ``laplace`` and ``staircase`` release it rounded to
+the grid, drawn exactly (:func:`_rounded`), and the discrete mechanisms add exact integer noise
+to the rounded value.
 """
 
 from __future__ import annotations
 
 import dataclasses
-
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -24,11 +26,13 @@ from dpopt.mechanisms.generalized_gaussian import (
     TruncatedGeneralizedGaussianMechanism,
     pdp_scale_monte_carlo,
 )
-from dpopt.mechanisms.grid_release import GridGaussian, GridLaplace
+from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER, GridGaussian, GridLaplace, rounded_laplace
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.laplace import LaplaceMechanism, TruncatedLaplaceMechanism
+from dpopt.mechanisms.neighbouring_sets import staircase_noise
+from dpopt.mechanisms.piecewise_noise import GRID_SAMPLER
 from dpopt.mechanisms.staircase import StaircaseMechanism
-from dpopt.problems.calibration import GRID_MECHANISMS, Calibration
+from dpopt.problems.calibration import GRID_MECHANISMS, ROUNDED_MECHANISMS, Calibration
 from dpopt.export import StoredSolution
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
@@ -153,11 +157,43 @@ _BUILDERS = {
 }
 
 
+def _rounded(problem: Calibration, mech: Any, params: dict[str, Any], cert: Certificate) -> tuple[Any, dict[str, Any], Certificate, str]:
+    """A ``laplace`` or ``staircase`` calibration released on ``problem.grid``: the exact draw, its parameters,
+    certificate and sampler description.
+
+    The Laplace release is :func:`~dpopt.mechanisms.grid_release.rounded_laplace` around the exact
+    true value; the staircase is drawn as its piecewise density
+    (:func:`~dpopt.mechanisms.neighbouring_sets.staircase_noise`, :meth:`PiecewiseNoise.grid_release`),
+    whose privacy loss over every shift in [-Delta, Delta] is measured for the certificate, since
+    that density (breaks in float64) is what is sampled. ``expected_absolute_error`` becomes the
+    bound ``E|Z| + grid / 2``.
+    """
+    g = problem.grid
+    params = {**params, "grid": g, "expected_absolute_error": params["expected_absolute_error"] + g / 2}
+    if problem.mechanism == "laplace":
+        step = Fraction(g)
+
+        def draw(true_value: float, count: int, source: RandomSource) -> np.ndarray:
+            cells = rounded_laplace(Fraction(float(true_value)), mech.scale, g, count, source)
+            return np.array([float(j * step) for j in cells])
+
+        return draw, params, cert, ROUNDED_LAPLACE_SAMPLER
+    noise = staircase_noise(problem.sensitivity, problem.epsilon, mech.gamma)
+    loss, z, shift = noise.privacy_loss(np.array([[-problem.sensitivity, problem.sensitivity]]))
+    cert = _certificate(loss, problem, f"measured: the staircase as pieces, every shift in [-Delta, Delta]; worst at z = {z:.6g}, v = {shift:.6g}")
+    return (lambda true_value, count, source: noise.grid_release(true_value, g, count, source)), params, cert, GRID_SAMPLER
+
+
 @register(KIND, "closed_form", exact=True, uses_solver=False, cost=lambda p: 1.0, summary="the mechanism's own calibration formula")
 def solve_closed_form(problem: Calibration, solver: str | None, repair: bool) -> Solution:
     mech, params, cert = calibrated_mechanism(problem)
+    rounded, sampling = None, _sampling(problem.mechanism)
+    if problem.grid is not None and problem.mechanism in ROUNDED_MECHANISMS:
+        rounded, params, cert, sampling = _rounded(problem, mech, params, cert)
 
     def sampler(true_value: float, count: int, source: RandomSource) -> np.ndarray:
+        if rounded is not None:
+            return rounded(true_value, count, source)
         if isinstance(mech, PeriodicNoise):
             return int(round(true_value)) + mech.sample(count, rng=source)
         if isinstance(mech, (GridLaplace, GridGaussian)):
@@ -177,7 +213,7 @@ def solve_closed_form(problem: Calibration, solver: str | None, repair: bool) ->
         parameters=params,
         sampler=sampler,
         integer_inputs=problem.mechanism == "geometric",
-        sampling=_sampling(problem.mechanism),
+        sampling=sampling,
     )
 
 

@@ -9,7 +9,7 @@ from dpopt.limits import MAX_MAGNITUDE, check_memory
 from dpopt.privacy import resolve_privacy
 from dpopt.validation import check_choice, check_int, check_real, fail
 
-__all__ = ["Calibration", "CALIBRATED_MECHANISMS"]
+__all__ = ["Calibration", "CALIBRATED_MECHANISMS", "GRID_MECHANISMS", "ROUNDED_MECHANISMS"]
 
 KIND = "calibration"
 #: Largest order p of the generalized Gaussian: Lemma 5's bound expands (|x| + Delta)^p in
@@ -34,6 +34,13 @@ CALIBRATED_MECHANISMS: dict[str, tuple[bool, bool, bool, bool]] = {
 }
 #: Mechanisms released on a grid with exact discrete noise (:mod:`dpopt.mechanisms.grid_release`).
 GRID_MECHANISMS = ("discrete_laplace", "discrete_gaussian")
+#: Continuous mechanisms whose releases a ``grid`` rounds, drawn exactly (rounding is post-processing).
+ROUNDED_MECHANISMS = ("laplace", "staircase")
+#: Finest grid for a rounded release, relative to the sensitivity (a staircase step spans at
+#: most 2**40 cells, far below :data:`dpopt.mechanisms.piecewise_noise.MAX_CELLS_PER_PIECE`).
+FINEST_ROUNDING = 2.0**-40
+#: Coarsest grid for a rounded release, relative to the noise scale (as the d_X release_grid).
+COARSEST_ROUNDING = 1e3
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -56,9 +63,12 @@ class Calibration:
         Bounds: required by ``truncated_generalized_gaussian``; for ``laplace`` they
         select the bounded-domain (truncated) Laplace with its exact scale.
     grid : float, optional
-        ``discrete_laplace`` / ``discrete_gaussian`` only: the release grid g (default 1):
-        the value is rounded to the grid exactly and exact integer noise added in grid units,
-        the safe replacement of ``laplace`` / ``gaussian_analytic`` for releases.
+        The release grid g. For ``discrete_laplace`` / ``discrete_gaussian`` (default 1): the
+        value is rounded to the grid exactly and exact integer noise added in grid units, the
+        safe replacement of ``gaussian_analytic`` for releases. For ``laplace`` (unbounded) and
+        ``staircase``: the continuous release ``x + Z`` is rounded to the nearest multiple of g,
+        drawn exactly (post-processing: no privacy cost, at most g / 2 more error); without a
+        grid they have only the floating-point sampler, for simulation studies.
     """
 
     mechanism: str
@@ -101,10 +111,13 @@ class Calibration:
             self._field(bound, needs_bounds, f"given for {name}" if needs_bounds else f"omitted for {name}",
                         lambda v, b=bound: check_real(v, b, KIND, low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE), allowed=bounds_ok)
         # bounded above like every magnitude: grid = 1e308 overflowed to inf in the releases (exit 1)
-        self._field("grid", False, f"given only for {' or '.join(GRID_MECHANISMS)} (a float > 0)",
-                    lambda v: check_real(v, "grid", KIND, low=0.0, low_open=True, high=MAX_MAGNITUDE), allowed=name in GRID_MECHANISMS)
+        gridded = GRID_MECHANISMS + ROUNDED_MECHANISMS
+        self._field("grid", False, f"given only for {', '.join(gridded)} (a float > 0)",
+                    lambda v: check_real(v, "grid", KIND, low=0.0, low_open=True, high=MAX_MAGNITUDE), allowed=name in gridded)
         if name in GRID_MECHANISMS and self.grid is not None and self.sensitivity / self.grid > 4096:
             raise fail("grid", KIND, f"at least sensitivity / 4096 = {self.sensitivity / 4096:g}", self.grid)
+        if name in ROUNDED_MECHANISMS and self.grid is not None:
+            self._check_rounding(name)
         if (self.lower is None) != (self.upper is None):
             raise fail("upper" if self.upper is None else "lower", KIND, "given together with the other bound", None)
         if self.lower is not None and not self.upper > self.lower:
@@ -120,6 +133,15 @@ class Calibration:
                     raise fail(bound, KIND, f"within {MAX_BOUND_RATIO:g} x sensitivity of 0 (|{bound}| / sensitivity <= {MAX_BOUND_RATIO:g})", getattr(self, bound))
         if name == "gaussian_classic" and not self.epsilon < 1.0:
             raise fail("epsilon", KIND, "a float in (0, 1) for gaussian_classic", self.epsilon)
+
+    def _check_rounding(self, name: str) -> None:
+        if self.lower is not None:
+            raise fail("grid", KIND, "omitted for the bounded (truncated) laplace: only its unbounded release is rounded exactly", self.grid)
+        finest = FINEST_ROUNDING * self.sensitivity
+        coarsest = COARSEST_ROUNDING * self.sensitivity / self.epsilon
+        if not finest <= self.grid <= coarsest:
+            raise fail("grid", KIND, f"between sensitivity x 2**-40 = {finest:.6g} and 1000 x sensitivity / epsilon = {coarsest:.6g} "
+                       f"for a rounded {name} release", self.grid)
 
     def _field(self, name: str, required: bool, allowed_text: str, check: Any, *, allowed: bool | None = None) -> None:
         value = getattr(self, name)

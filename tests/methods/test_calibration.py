@@ -7,7 +7,9 @@ import pytest
 
 import dpopt
 from dpopt.cli import main
+from dpopt.export import read_solution
 from dpopt.mechanisms.gaussian import analytic_sigma, classic_sigma, pdp_sigma
+from dpopt.problem_files import load_problem
 from dpopt.problems.calibration import Calibration
 from dpopt.validation import InvalidParameterError
 
@@ -105,3 +107,49 @@ def test_magnitudes_beyond_the_largest_are_refused(field, value):
         else dict(mechanism="gaussian_analytic", epsilon=0.5, delta=1e-5)
     with pytest.raises(InvalidParameterError, match=f"'{field}'"):
         Calibration(**(kwargs | {field: value}))
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "staircase"])
+def test_a_grid_rounds_laplace_and_staircase_releases_exactly_by_their_own_cdf(mechanism):
+    from dpopt.mechanisms.laplace import LaplaceMechanism
+    from dpopt.mechanisms.staircase import StaircaseMechanism
+    from tests.distributions import integer_fit_pvalue
+
+    problem = Calibration(mechanism=mechanism, epsilon=0.7, sensitivity=2.0, grid=0.3)
+    solution = dpopt.solve(problem)
+    assert solution.certificate.ok and solution.sampler_description.startswith("exact")
+    x = 1.234
+    draws = solution.sample(x, 40_000, rng=17)
+    cells = np.rint(draws / 0.3).astype(np.int64)
+    assert np.allclose(cells * 0.3, draws, rtol=1e-12, atol=0)
+    # the independent route: the continuous mechanism's own cdf, rounded to the cells
+    mech = (LaplaceMechanism(sensitivity=2.0, epsilon=0.7) if mechanism == "laplace"
+            else StaircaseMechanism(sensitivity=2.0, epsilon=0.7))
+    law = lambda j: mech.cdf(j * 0.3 + 0.15 - x) - mech.cdf(j * 0.3 - 0.15 - x)  # noqa: E731
+    assert integer_fit_pvalue(cells, law) > 1e-3
+    continuous = dpopt.solve(Calibration(mechanism=mechanism, epsilon=0.7, sensitivity=2.0))
+    assert solution.objective == pytest.approx(continuous.objective + 0.15, rel=1e-12)  # the bound E|Z| + g / 2
+    with pytest.raises(InvalidParameterError, match="exact"):
+        continuous.sample(x, 1, rng=0)  # without a grid: the float path only
+
+
+def test_rounded_grids_are_refused_when_meaningless():
+    with pytest.raises(InvalidParameterError, match="'grid'.*truncated"):
+        Calibration(mechanism="laplace", epsilon=1.0, lower=0.0, upper=10.0, grid=0.1)
+    for bad in (2.0**-45, 1e4):  # finer than sensitivity x 2**-40, coarser than 1000 x sensitivity / epsilon
+        with pytest.raises(InvalidParameterError, match="'grid'"):
+            Calibration(mechanism="staircase", epsilon=1.0, grid=bad)
+    with pytest.raises(InvalidParameterError, match="'grid'"):
+        Calibration(mechanism="gaussian_analytic", epsilon=1.0, delta=1e-5, grid=0.1)
+
+
+def test_a_rounded_calibration_samples_from_the_cli_and_reads_back(tmp_path, capsys):
+    path = tmp_path / "lap.toml"
+    path.write_text('kind = "calibration"\nmechanism = "staircase"\nepsilon = 2.0\ngrid = 0.05\n')
+    assert main(["sample", str(path), "--true-value", "0.4", "--count", "5", "--seed", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["certificate"]["ok"] and len(out["releases"]) == 5
+    assert main(["solve", str(path), "--export", str(tmp_path / "s.json")]) == 0
+    back = read_solution(str(tmp_path / "s.json"))
+    assert back.problem.grid == 0.05
+    np.testing.assert_array_equal(back.sample(0.4, 20, rng=2), np.array(dpopt.solve(load_problem(path)).sample(0.4, 20, rng=2)))
