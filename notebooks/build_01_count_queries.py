@@ -178,6 +178,32 @@ ax.legend()
 plt.tight_layout()
 """)
 md(r"""
+**Large counts.** The dense chain needs $\alpha_1^n$ as a normal double ($n\varepsilon_1 \le 700$).
+Beyond that, the remap has a closed form that needs no matrix: row $r$ of
+$T = G_\alpha^{-1}G_\beta$ is $p_r e_r + (1-p_r)\,G_\beta[r]$, with
+$p_r = \alpha(1-\beta)/(\beta(1-\alpha))$ at the ends and $\alpha(1-\beta)^2/(\beta(1-\alpha)^2)$
+between (derived from $G$'s tridiagonal inverse; not in the paper). Each level keeps the
+previous release or redraws it around itself. The check below compares the exact tridiagonal
+solve with this form entry by entry, in rational arithmetic; then it releases a count
+$n = 10^6$ at the same three levels.
+""")
+code(r"""
+from dpopt.mechanisms.multilevel import level_remap, stay_probabilities
+
+small, (a, b) = 6, (Fraction(release.levels[0]), Fraction(release.levels[1]))
+end, inside = stay_probabilities(a, b)
+t, g = level_remap(small, a, b), geometric_matrix(small, b)
+matches = all(t[r, s] == (1 - p) * g[r, s] + (p if r == s else 0)
+              for r in range(small + 1) for s in range(small + 1) for p in [end if r in (0, small) else inside])
+print(f"keep-or-redraw equals G_a^-1 G_b exactly (n = {small}): {matches}; stay probability {float(end):.4f} at the ends, {float(inside):.4f} inside")
+large = dpopt.MultiLevelRelease(n=10**6, alphas=list(release.levels))
+big = dpopt.solve(large)
+sample = big.sample(500_000, 200_000, rng=7) - 500_000
+for level, alpha in enumerate(large.levels):
+    print(f"n = 10^6, level {level + 1} ({big.method}): mean |r - x| = {np.abs(sample[:, level]).mean():.4f}, "
+          f"geometric law's E|Z| = {2 * alpha / (1 - alpha ** 2):.4f}")
+""")
+md(r"""
 **Lemma 4, demonstrated.** A coalition holding every level's release computes its posterior
 over the true count from the joint law of the chain; in exact arithmetic it equals the
 posterior of the least private member ($r_1$) alone, for every possible set of releases.

@@ -28,14 +28,13 @@ code(r"""
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import special
 
 import dpopt
 from dpopt import metrics
 from dpopt.mechanisms.exponential import ExponentialMechanism
 from dpopt.mechanisms.gaussian import GaussianMechanism, analytic_sigma, classic_sigma, lemma11_threshold, pdp_sigma
 from dpopt.mechanisms.generalized_gaussian import GeneralizedGaussianNoise, TruncatedGeneralizedGaussianMechanism, pdp_scale_monte_carlo, threshold
-from dpopt.mechanisms.laplace import LaplaceMechanism, ThresholdedLaplaceMechanism, TruncatedLaplaceMechanism
+from dpopt.mechanisms.laplace import LaplaceMechanism, TruncatedLaplaceMechanism
 from dpopt.mechanisms.randomized_response import RandomizedResponse
 from dpopt.mechanisms.staircase import StaircaseMechanism
 

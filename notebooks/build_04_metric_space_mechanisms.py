@@ -95,7 +95,7 @@ fig6.round(3)
 code(r"""
 better = fig6.iloc[:, 0]
 claim_holds = bool((better[better.index >= 0.5] > 0.5).all())
-print(f"Paper: 'Theorem 2 is better than the ladder for most graphs when eps >= 0.5'. Measured: better on "
+print("Paper: 'Theorem 2 is better than the ladder for most graphs when eps >= 0.5'. Measured: better on "
       + ", ".join(f"{100 * v:.0f}% at eps = {e}" for e, v in better.items()) + f" -> the claim {'holds' if claim_holds else 'does not hold'} here.")
 comp_better = fig6.iloc[:, 1]
 paper_holds = bool((comp_better < 0.5).sum() > len(comp_better) / 2)

@@ -43,7 +43,7 @@ CASES = {
     "huge sensitivity": ('kind = "noise_adding"\nsensitivity = 1000000000\nepsilon = 1.0\n', "'sensitivity'"),
     "huge window": ('kind = "noise_adding"\nsensitivity = 2\nepsilon = 1.0\nwindow = 100000000000\n', "'window'"),
     "huge p": ('kind = "calibration"\nmechanism = "truncated_generalized_gaussian"\nepsilon = 1.0\np = 1000000\nlower = 0.0\nupper = 100.0\n', "'p'"),
-    "huge multi-level": ('kind = "multi_level_release"\nn = 100000\nalphas = [0.2, 0.5]\n', "'n'"),
+    "huge multi-level": ('kind = "multi_level_release"\nn = 100000000\nalphas = [0.2, 0.5]\n', "'n'"),
     # class 7: strings and ragged arrays in d_X fields
     "query string": ('kind = "dx_linear_query"\nn = 2\nquery = "abc"\nmetric = { type = "uniform" }\n', "'query'"),
     "ragged query": ('kind = "dx_linear_query"\nn = 2\nquery = [[1, 0], [1]]\nmetric = { type = "uniform" }\n', "'query'"),
@@ -183,11 +183,15 @@ def test_bounds_beyond_float_resolution_of_the_sensitivity_are_refused():
     assert dpopt.solve(dpopt.Calibration(mechanism="truncated_generalized_gaussian", epsilon=1.0, p=2, lower=0.0, upper=1e9)).certificate.ok
 
 
-def test_multi_level_n_where_alpha_1_to_the_n_underflows_is_refused():
-    """Found by the explore fuzz profile: n = 518, alpha_1 = 0.25 gave entries 2^-1036 (subnormal)."""
-    with pytest.raises(InvalidParameterError, match="'n'"):
-        dpopt.MultiLevelRelease(n=518, alphas=[0.25, 0.5, 0.8])
-    assert dpopt.solve(dpopt.MultiLevelRelease(n=500, alphas=[0.25, 0.5, 0.8])).certificate.ok
+def test_multi_level_n_where_alpha_1_to_the_n_underflows_is_refused_by_the_dense_routes():
+    """Found by the explore fuzz profile: n = 518, alpha_1 = 0.25 gave entries 2^-1036 (subnormal).
+    The dense routes refuse it; the factored chain (no matrices) releases it."""
+    problem = dpopt.MultiLevelRelease(n=518, alphas=[0.25, 0.5, 0.8])
+    for method in ("closed_form", "lp"):
+        with pytest.raises(InvalidParameterError, match="n x epsilon_1"):
+            dpopt.solve(problem, method)
+    assert dpopt.solve(problem).method == "factored" and dpopt.solve(problem).certificate.ok
+    assert dpopt.solve(dpopt.MultiLevelRelease(n=500, alphas=[0.25, 0.5, 0.8])).method == "closed_form"
 
 
 @pytest.mark.parametrize(

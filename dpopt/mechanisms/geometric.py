@@ -49,6 +49,7 @@ __all__ = [
     "two_sided_geometric",
     "sample_geometric_release",
     "exact_geometric_release",
+    "clamped_geometric",
     "geometric_row_is_normal",
     "remap_from_geometric",
     "three_term_condition",
@@ -245,12 +246,18 @@ def exact_geometric_release(true_value: int, n: int, alpha: float, count: int, s
     holds zeros beside non-zeros, an infinite privacy loss. Expected cost: about
     ``2 / (1 - alpha)`` vectorised Bernoulli rounds.
     """
-    from dpopt.exact_sampling import exact_geometric
-
     n = check_int(n, "n", OWNER, low=1)
     v = check_int(true_value, "true_value", OWNER, low=0, high=n)
-    a = float(_alpha(alpha))
-    return np.clip(v + exact_geometric(a, count, source) - exact_geometric(a, count, source), 0, n)
+    return clamped_geometric(np.full(count, v), n, alpha, source)
+
+
+def clamped_geometric(values: np.ndarray, n: int, alpha: float, source: Any) -> np.ndarray:
+    """One exact draw from row ``values[j]`` of ``G_{n,alpha}`` for each j: ``clip(v + K1 - K2, 0, n)``
+    (see :func:`exact_geometric_release`; alpha as its dyadic value)."""
+    from dpopt.exact_sampling import exact_geometric
+
+    a, size = float(_alpha(alpha)), len(values)
+    return np.clip(np.asarray(values) + exact_geometric(a, size, source) - exact_geometric(a, size, source), 0, n)
 
 
 def geometric_row_is_normal(n: int, alpha: float, row: int) -> bool:

@@ -7,21 +7,42 @@ colluding set learns no more than its least private member (Lemma 4).
 
 The paper's Algorithm 1 loops ``for 1 <= i <= k`` when computing ``T_{i+1}``; the
 last iteration would need ``alpha_{k+1}``, which does not exist: the loop runs to k-1.
+
+**T in closed form: keep, or redraw** (:func:`stay_probabilities`, not in the paper).
+``G_alpha = A_alpha D_alpha`` with ``A[i, s] = alpha^|i - s|`` and D the column weights
+(``1 / (1 + alpha)`` at 0 and n, ``(1 - alpha) / (1 + alpha)`` between), and
+``A_alpha^-1`` is tridiagonal: ``(1 + alpha^2, -alpha, -alpha) / (1 - alpha^2)`` on an
+interior row, ``(1, -alpha) / (1 - alpha^2)`` on an end row. Its interior row against
+column s of ``A_beta`` gives ``K beta^|i - s|`` for s != i, with
+``K = (1 - alpha beta)(1 - alpha / beta)``, and ``K + alpha (1 / beta - beta)`` at s = i
+(an end row: ``1 - alpha / beta`` in place of K). So every row of
+``T = D_alpha^-1 A_alpha^-1 A_beta D_beta`` is
+
+    T[r] = p_r e_r + (1 - p_r) G_beta[r],
+    p_r = alpha (1 - beta) / (beta (1 - alpha))              at r = 0 or n,
+    p_r = alpha (1 - beta)^2 / (beta (1 - alpha)^2)          in between,
+
+both in (0, 1) for alpha < beta: the next level keeps the release with probability p_r and
+otherwise redraws it from ``G_beta`` around it. :class:`FactoredChain` releases the chain
+this way, for any n, with no matrix at all: exact geometric noise and exact rational coins
+(tested against the tridiagonal solve in rational arithmetic, entry by entry).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
 
-from dpopt.mechanisms.geometric import geometric_matrix, remap_from_geometric
-from dpopt.exact_sampling import exact_choice, exact_choice_rows
+from dpopt.mechanisms.geometric import clamped_geometric, geometric_matrix, remap_from_geometric
+from dpopt.exact_sampling import exact_bernoulli_fraction, exact_choice, exact_choice_rows
 from dpopt.sampling import RandomSource
 from dpopt.validation import fail
 
-__all__ = ["level_remap", "chain_remaps", "chain_marginals", "sample_chain", "verify_chain_exact", "coalition_likelihood", "coalition_posterior"]
+__all__ = ["FACTORED_CHAIN_SAMPLER", "FactoredChain", "level_remap", "chain_remaps", "chain_marginals", "sample_chain", "stay_probabilities",
+           "verify_chain_exact", "coalition_likelihood", "coalition_posterior"]
 
 
 def level_remap(n: int, alpha: float | Fraction, beta: float | Fraction) -> np.ndarray:
@@ -105,6 +126,62 @@ def coalition_posterior(n: int, alphas: Sequence[float | Fraction], releases: di
     """
     joint = np.asarray(prior, dtype=object) * coalition_likelihood(n, alphas, releases)
     return joint / joint.sum()
+
+
+def stay_probabilities(alpha: float | Fraction, beta: float | Fraction) -> tuple[Fraction, Fraction]:
+    """``(p_end, p_interior)``: row r of ``T_{alpha,beta}`` is ``p_r e_r + (1 - p_r) G_beta[r]`` (module docstring),
+    exactly, for the floats alpha < beta as the rationals they are."""
+    a, b = Fraction(alpha), Fraction(beta)
+    if not 0 < a < b < 1:
+        raise fail("beta", "stay_probabilities", f"a privacy level in (alpha, 1) for alpha = {alpha}", beta)
+    end = a * (1 - b) / (b * (1 - a))
+    return end, end * (1 - b) / (1 - a)
+
+
+#: How :meth:`FactoredChain.sample` draws (reported with every release).
+FACTORED_CHAIN_SAMPLER = ("exact: level 1 is clip(x + K1 - K2, 0, n) with K1, K2 exact geometric on the dyadic alpha_1; each "
+                          "later level keeps the previous release with its exact rational stay probability, else redraws "
+                          "clip(r + K1 - K2, 0, n) at its own alpha (T = G_a^-1 G_b as keep-or-redraw)")
+
+
+@dataclass(frozen=True)
+class FactoredChain:
+    """Algorithm 1 without matrices: ``r_1 ~ G_{alpha_1}(x)``, then ``r_(i+1) = r_i`` with probability
+    ``p(r_i)`` (:func:`stay_probabilities` of the two levels), else ``r_(i+1) ~ G_{alpha_(i+1)}(r_i)``.
+
+    Every level's marginal is exactly ``G_{alpha_i}`` for the float alphas as rationals, as for
+    the dense chain, at O(k) memory for any n.
+    """
+
+    n: int
+    levels: tuple[float, ...]
+
+    @property
+    def stays(self) -> list[tuple[Fraction, Fraction]]:
+        """``(p_end, p_interior)`` into each level 2..k."""
+        return [stay_probabilities(a, b) for a, b in zip(self.levels[:-1], self.levels[1:])]
+
+    def remap_row(self, level: int, r: int) -> np.ndarray:
+        """Row r of the remap into level ``level`` (2..k) as floats: for checks at small n."""
+        end, interior = self.stays[level - 2]
+        p = end if r in (0, self.n) else interior
+        row = (1 - float(p)) * geometric_matrix(self.n, self.levels[level - 1])[r]
+        row[r] += float(p)
+        return row
+
+    def sample(self, row: int, count: int, source: RandomSource) -> np.ndarray:
+        """``count`` independent chains ``(r_1, .., r_k)`` for true input ``row``, drawn exactly."""
+        out = np.empty((count, len(self.levels)), dtype=np.int64)
+        out[:, 0] = clamped_geometric(np.full(count, row), self.n, self.levels[0], source)
+        for level, ((end, interior), alpha) in enumerate(zip(self.stays, self.levels[1:]), start=1):
+            previous = out[:, level - 1]
+            at_end = (previous == 0) | (previous == self.n)
+            keep = np.empty(count, dtype=bool)
+            for where, p in ((at_end, end), (~at_end, interior)):
+                keep[where] = exact_bernoulli_fraction(p.numerator, p.denominator, int(where.sum()), source)
+            out[:, level] = previous
+            out[~keep, level] = clamped_geometric(previous[~keep], self.n, alpha, source)
+        return out
 
 
 def sample_chain(

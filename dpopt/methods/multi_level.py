@@ -3,6 +3,11 @@
 * ``closed_form`` -- ``T_{alpha,beta} = G_alpha^{-1} G_beta`` by the exact tridiagonal solve.
 * ``lp`` -- each ``T`` as the feasibility LP ``G_alpha T = G_beta``, T row-stochastic
   (an independent route to the same remaps; T is unique because G is invertible).
+* ``factored`` -- the same T as "keep, or redraw from G_beta"
+  (:class:`~dpopt.mechanisms.multilevel.FactoredChain`): no matrices, any n up to
+  :data:`~dpopt.limits.MAX_COUNT`. The dense routes need ``n epsilon_1 <= 700`` (below
+  that alpha_1^n is no normal double) and (n+1)^2 floats per matrix; ``auto`` takes
+  ``closed_form`` where it applies, for the matrices it exports, and ``factored`` beyond.
 
 The objective is the largest deviation of any level's chain marginal from
 ``G_{alpha_i}`` (zero up to round-off); the certificate is that of level 1, which
@@ -15,11 +20,12 @@ import dataclasses
 
 import numpy as np
 
-from dpopt.certificates import adjacent_pairs, certify, repair as repair_matrix
+from dpopt.certificates import Certificate, adjacent_pairs, certify, repair as repair_matrix
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.exact_sampling import EXACT_SAMPLER
-from dpopt.mechanisms.multilevel import level_remap, sample_chain
+from dpopt.limits import UNDERFLOW_EXPONENT
+from dpopt.mechanisms.multilevel import FACTORED_CHAIN_SAMPLER, FactoredChain, level_remap, sample_chain
 from dpopt.problems.multi_level import MultiLevelRelease
 from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.registry import register, register_reader
@@ -70,15 +76,20 @@ def _chain_memory(problem: MultiLevelRelease) -> tuple[float, str]:
     return 8.0 * 6 * len(problem.levels) * (problem.n + 1) ** 2, "n"
 
 
-@register(KIND, "closed_form", exact=True, uses_solver=False, cost=lambda p: len(p.levels) * (p.n + 1) ** 2, memory=_chain_memory, summary="T = G_a^-1 G_b by the tridiagonal inverse (Lemma 3)")
+_DENSE = f"n x epsilon_1 <= {UNDERFLOW_EXPONENT:g} (the dense chain's entries down to alpha_1^n stay normal doubles)"
+
+
+@register(KIND, "closed_form", exact=True, uses_solver=False, cost=lambda p: len(p.levels) * (p.n + 1) ** 2, memory=_chain_memory,
+          applies=lambda p: p.dense_fits, requires=_DENSE, summary="T = G_a^-1 G_b by the tridiagonal inverse (Lemma 3)")
 def solve_closed_form(problem: MultiLevelRelease, solver: str | None, repair: bool) -> Solution:
     levels = problem.levels
     remaps = [level_remap(problem.n, a, b) for a, b in zip(levels[:-1], levels[1:])]
     return _solution(problem, remaps, method="closed_form", solver="none", status="closed_form")
 
 
-@register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: len(p.levels) * (p.n + 1) ** 3,
-          memory=lambda p: (_chain_memory(p)[0] + 1500.0 * (p.n + 1) ** 2, "n"), summary="feasibility LP G_a T = G_b per level pair")
+@register(KIND, "lp", exact=True, uses_solver=True, cost=lambda p: len(p.levels) * (p.n + 1) ** 3, applies=lambda p: p.dense_fits,
+          requires=_DENSE, memory=lambda p: (_chain_memory(p)[0] + 1500.0 * (p.n + 1) ** 2, "n"),
+          summary="feasibility LP G_a T = G_b per level pair")
 def solve_lp(problem: MultiLevelRelease, solver: str | None, repair: bool) -> Solution:
     remaps, solvers, statuses = [], set(), set()
     for a, b in zip(problem.levels[:-1], problem.levels[1:]):
@@ -100,6 +111,34 @@ def solve_lp(problem: MultiLevelRelease, solver: str | None, repair: bool) -> So
     if any(weights):
         solution.details["remap_mixing_weights"] = weights
     return solution
+
+
+# ranked after closed_form (which holds the matrices a user exports) wherever that applies
+@register(KIND, "factored", exact=True, uses_solver=False, cost=lambda p: 2.0 * len(p.levels) * (p.n + 1) ** 2,
+          memory=lambda p: (4096.0 * len(p.levels), "alphas"),
+          summary="each T as keep-or-redraw (T[r] = p_r e_r + (1 - p_r) G_b[r], exact rational p_r): no matrices, any n")
+def solve_factored(problem: MultiLevelRelease, solver: str | None, repair: bool) -> Solution:
+    chain = FactoredChain(problem.n, problem.levels)
+    levels = [{"alpha": a, "epsilon": float(-np.log(a)), "certificate": _geometric_certificate(problem.n, a).to_dict()}
+              for a in problem.levels]
+    stays = chain.stays
+    return Solution(
+        problem=problem, method="factored", exact=True, solver="none", status="closed_form", seconds=0.0,
+        objective=0.0,  # every level's marginal is G at its alpha exactly (the identity in mechanisms.multilevel)
+        certificate=_geometric_certificate(problem.n, problem.levels[0]),
+        parameters={"alphas": list(problem.levels), "stay_at_ends": [float(e) for e, _ in stays],
+                    "stay_inside": [float(i) for _, i in stays]},
+        details={"levels": levels, "chain": chain},
+        sampler=lambda row, count, source: chain.sample(row, count, source), sampling=FACTORED_CHAIN_SAMPLER,
+    )
+
+
+def _geometric_certificate(n: int, alpha: float) -> Certificate:
+    """G_{n,alpha}'s: adjacent rows differ by the factor alpha in every column, exactly (Definition 4)."""
+    smallest = float(np.exp(n * np.log(alpha) - np.log1p(alpha)))  # alpha^n / (1 + alpha), 0 where it underflows
+    return Certificate.measured(float(-np.log(alpha)), float(-np.log(alpha)), (0, 1, 0), smallest, 0.0,
+                                method="by_construction: the geometric mechanism, adjacent rows differ by alpha^(+-1) in every "
+                                       "column; later levels post-process level 1 (keep-or-redraw)")
 
 
 def _mix_until_private(problem: MultiLevelRelease, remaps: list[np.ndarray]) -> list[float]:
@@ -137,7 +176,11 @@ CHAIN_TOLERANCE = 1e-8
 def read_multi_level(problem: MultiLevelRelease, stored: StoredSolution) -> Solution:
     """Rebuild an exported chain, refusing it unless every remap is stochastic and every
     level's marginal is G at that level's alpha (GS Lemma 3): an edited remap could
-    otherwise release level 2 with level 1's accuracy."""
+    otherwise release level 2 with level 1's accuracy. A factored chain (parameters, no
+    table) is rebuilt from its problem, and refused unless its stored stay probabilities
+    are that chain's."""
+    if stored.table is None:
+        return _read_factored(problem, stored)
     size = list(range(problem.n + 1))
     first = check_labels(stored, size, size)
     if np.abs(first - geometric_matrix(problem.n, problem.levels[0])).max() > CHAIN_TOLERANCE:
@@ -157,3 +200,16 @@ def read_multi_level(problem: MultiLevelRelease, stored: StoredSolution) -> Solu
     if solution.objective > CHAIN_TOLERANCE:
         raise stored.fail(f"a level's marginal is not G at its alpha (deviation {solution.objective:.3g})")
     return solution
+
+
+def _read_factored(problem: MultiLevelRelease, stored: StoredSolution) -> Solution:
+    fresh = solve_factored(problem, None, True)
+    params = stored.meta.get("parameters")
+    for key in ("alphas", "stay_at_ends", "stay_inside"):
+        value = params.get(key) if isinstance(params, dict) else None
+        if not isinstance(value, list) or len(value) != len(fresh.parameters[key]) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            raise stored.fail(f"its parameters do not hold the chain's {key}")
+        if not np.allclose(value, fresh.parameters[key], rtol=1e-12, atol=0.0):
+            raise stored.fail(f"its {key} ({value}) are not those of its problem's chain ({fresh.parameters[key]})")
+    return dataclasses.replace(fresh, **stored_fields(stored))

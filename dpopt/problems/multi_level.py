@@ -50,13 +50,13 @@ class MultiLevelRelease:
             name = "alphas" if self.alphas is not None else "epsilons"
             order = "strictly increasing" if self.alphas is not None else "strictly decreasing"
             raise fail(name, KIND, f"{order} (sorted, no duplicates)", list(self.alphas if self.alphas is not None else self.epsilons))
-        # every level is a dense geometric matrix with entries down to alpha_1^n
-        epsilon_1 = -math.log(levels[0])
-        if n * epsilon_1 > UNDERFLOW_EXPONENT:
-            raise fail("n", KIND, f"at most {int(UNDERFLOW_EXPONENT / epsilon_1)} at alpha_1 = {levels[0]:.6g} "
-                       "(beyond it alpha_1^n underflows and the chain cannot be certified)", n)
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "levels", levels)
+
+    @property
+    def dense_fits(self) -> bool:
+        """Whether the dense chain (entries down to alpha_1^n) stays in the normal doubles: n epsilon_1 <= 700."""
+        return self.n * self.epsilon <= UNDERFLOW_EXPONENT
 
     @property
     def alpha(self) -> float:

@@ -10,7 +10,8 @@ from scipy import stats
 import dpopt
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.mechanisms.multilevel import (
-    chain_marginals, chain_remaps, coalition_likelihood, coalition_posterior, level_remap, verify_chain_exact,
+    FactoredChain, chain_marginals, chain_remaps, coalition_likelihood, coalition_posterior, level_remap, stay_probabilities,
+    verify_chain_exact,
 )
 from dpopt.validation import InvalidParameterError
 
@@ -118,3 +119,47 @@ def test_lemma_4_fails_for_independent_releases():
     g1, g2 = geometric_matrix(n, alphas[0]), geometric_matrix(n, alphas[1])
     joint = np.array([prior[d] * g1[d, 0] * g2[d, 0] for d in range(n + 1)], dtype=object)
     assert list(joint / joint.sum()) != list(coalition_posterior(n, alphas, {0: 0}, prior))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 7), levels)
+def test_each_remap_is_keep_or_redraw_exactly_in_rationals(n, alphas):
+    """Row r of G_a^-1 G_b (the exact tridiagonal solve) is p_r e_r + (1 - p_r) G_b[r], entry by entry."""
+    for a, b in zip(alphas[:-1], alphas[1:]):
+        exact_a, exact_b = Fraction(a), Fraction(b)
+        t, g = level_remap(n, exact_a, exact_b), geometric_matrix(n, exact_b)
+        end, inside = stay_probabilities(a, b)
+        assert 0 < inside < end < 1
+        for r in range(n + 1):
+            p = end if r in (0, n) else inside
+            assert all(t[r, s] == (1 - p) * g[r, s] + (p if s == r else 0) for s in range(n + 1))
+
+
+def test_the_factored_chain_draws_the_dense_chains_joint_law():
+    from tests.distributions import integer_fit_pvalue
+
+    n, alphas = 5, (0.3, 0.6, 0.85)
+    chain = FactoredChain(n, alphas)
+    draws = chain.sample(1, 60_000, np.random.default_rng(3))
+    first, *remaps = [geometric_matrix(n, alphas[0])[1], *chain_remaps(n, alphas)]
+    # P(r1, r2, r3) = G[1, r1] T2[r1, r2] T3[r2, r3], the dense chain's law, cell index r1 * 36 + r2 * 6 + r3
+    law = np.einsum("i,ij,jk->ijk", first, remaps[0], remaps[1]).ravel()
+    cells = draws[:, 0] * 36 + draws[:, 1] * 6 + draws[:, 2]
+    assert integer_fit_pvalue(cells, lambda j: np.where((j >= 0) & (j < law.size), law[np.clip(j, 0, law.size - 1)], 0.0)) > 1e-3
+    for level in (2, 3):
+        np.testing.assert_allclose(chain.remap_row(level, 0), remaps[level - 2][0], atol=1e-15)
+
+
+def test_the_factored_chain_at_a_million_counts_has_geometric_marginals():
+    from tests.distributions import integer_fit_pvalue
+
+    n, alphas, x = 10**6, (0.2, 0.7, 0.99), 400_000
+    draws = FactoredChain(n, alphas).sample(x, 50_000, np.random.default_rng(8))
+    for level, alpha in enumerate(alphas):  # far from 0 and n: the two-sided geometric around x
+        law = lambda j, a=alpha: (1 - a) / (1 + a) * a ** np.abs(j)  # noqa: E731
+        assert integer_fit_pvalue(draws[:, level] - x, law) > 1e-3, level
+
+
+def test_stay_probabilities_refuse_levels_out_of_order():
+    with pytest.raises(InvalidParameterError, match="beta"):
+        stay_probabilities(0.5, 0.5)
