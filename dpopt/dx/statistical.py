@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.dx.smalldb import envelope_breakpoints, lipschitz_approximation
-from dpopt.mechanisms.grid_release import rounded_laplace
+from dpopt.mechanisms.grid_release import grid_points, rounded_laplace
 from dpopt.mechanisms.laplace import laplace_ppf
 from dpopt.sampling import RandomSource, check_count, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_array, check_int, fail
@@ -135,12 +135,11 @@ class MarginalRelease:
         its mean rounded to the grid."""
         data = self._rows(rows)
         count = check_count(count, OWNER)
-        step = Fraction(float(grid))
         out = np.empty((count, len(self.attributes)))
         for k, attribute in enumerate(self.attributes):
             mean = self._exact_mean(data, k)
             centre = mean * Fraction(float(attribute.scale)) if attribute.scale > 0 else mean
-            out[:, k] = [float(j * step) for j in rounded_laplace(centre, float(attribute.scale), grid, count, source)]
+            out[:, k] = grid_points(rounded_laplace(centre, float(attribute.scale), grid, count, source), grid)
         return out
 
     def release(self, rows: Any, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:

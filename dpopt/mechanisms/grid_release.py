@@ -35,13 +35,32 @@ from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian, DiscreteLaplace
 from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_real, fail
 
-__all__ = ["GridLaplace", "GridGaussian", "ROUNDED_LAPLACE_SAMPLER", "grid_index", "grid_sensitivity", "discrete_gaussian_delta",
+__all__ = ["GridLaplace", "GridGaussian", "ROUNDED_LAPLACE_SAMPLER", "grid_index", "grid_points", "grid_sensitivity", "discrete_gaussian_delta",
            "rounded_laplace"]
 
 OWNER = "grid release"
 #: Denominators of the rational noise parameters.
 SCALE_DENOMINATOR = 2**20
 VARIANCE_DENOMINATOR = 1024
+
+
+def grid_points(cells: Any, grid: float) -> np.ndarray:
+    """The released values ``j g`` for grid indices j: the double nearest j times g's shortest decimal.
+
+    A grid given as 0.1 is the double 0.1000000000000000055..., whose multiples print as
+    3.3000000000000003; the user meant 1/10, and the release 33 is 3.3. Which value a given
+    j is shown as is post-processing of j (the cells themselves are those of the double g).
+    With ``g = p / q`` in lowest terms, ``j p`` is exact in float64 while ``|j| p < 2**53``,
+    so one division rounds it correctly; larger products take rational arithmetic.
+    """
+    step = Fraction(repr(float(grid)))
+    p, q = step.numerator, step.denominator
+    j = np.asarray(cells)
+    if j.dtype == object and j.size and max(abs(int(v)) for v in j.ravel()) < 2**62:
+        j = j.astype(np.int64)
+    if j.dtype != object and q < 2**53 and (not j.size or int(np.abs(j).max()) < 2**53 // p):
+        return j.astype(float) * float(p) / float(q)
+    return np.array([float(int(v) * step) for v in j.ravel()], dtype=float).reshape(j.shape)
 
 
 def grid_index(value: float, grid: float) -> int:
@@ -96,7 +115,7 @@ class GridLaplace:
         x = check_real(true_value, "true_value", OWNER)
         count = check_count(count, OWNER)
         z = DiscreteLaplace(self.scale).sample(count, rng=resolve_rng(rng, secure=secure))
-        return self.grid * (grid_index(x, self.grid) + z).astype(float)
+        return grid_points(grid_index(x, self.grid) + z, self.grid)
 
 
 def discrete_gaussian_delta(sigma2: float, epsilon: float, steps: int) -> float:
@@ -152,7 +171,7 @@ class GridGaussian:
         x = check_real(true_value, "true_value", OWNER)
         count = check_count(count, OWNER)
         z = DiscreteGaussian(self.sigma2).sample(count, rng=resolve_rng(rng, secure=secure))
-        return self.grid * (grid_index(x, self.grid) + z).astype(float)
+        return grid_points(grid_index(x, self.grid) + z, self.grid)
 
 
 #: How :func:`rounded_laplace` draws (reported with every release that uses it).

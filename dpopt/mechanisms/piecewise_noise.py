@@ -37,6 +37,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpopt.exact_sampling import ExactDiscrete, exact_choice_logits, exact_geometric, random_words, uniform_below
+from dpopt.mechanisms.grid_release import grid_points
 from dpopt.mechanisms.integer_noise import tail_sums
 from dpopt.sampling import RandomSource, inverse_cdf, open_uniforms, require_simulation, resolve_rng, uniforms
 from dpopt.validation import check_array, check_real, fail
@@ -224,7 +225,8 @@ class PiecewiseNoise:
 
     def _rounded(self, x: Fraction, g: Fraction, piece: np.ndarray, periods: np.ndarray, negative: np.ndarray,
                  source: RandomSource) -> np.ndarray:
-        """``j g`` for the grid index j of ``x + U``, U uniform on each draw's piece, drawn exactly.
+        """``j g`` (:func:`~dpopt.mechanisms.grid_release.grid_points`) for the grid index j of ``x + U``, U uniform
+        on each draw's piece, drawn exactly.
 
         In grid units the piece is ``[s, e)`` with ``s = (x + lo) / g + 1/2``, and j = floor(s + V (e - s)),
         V uniform on [0, 1). V's first 64 bits are a uniform word W, which places ``s + V (e - s)`` in
@@ -239,18 +241,19 @@ class PiecewiseNoise:
         lo, hi = np.where(negative, -hi, lo), np.where(negative, -lo, hi)
         words = random_words(source, piece.size)
         cells, decided = _decided_cells(float(x), float(g), lo, hi, words)
-        out = cells * float(g)  # |j| < 2**40: j g rounded once, as float(Fraction(j) * g) would be
         shift = Fraction(float(self.period))
-        for n in np.flatnonzero(~decided):
+        undecided = np.flatnonzero(~decided)
+        if undecided.size:
+            cells = cells.astype(object)  # a rational cell may lie beyond int64 (|j| up to 1e15 / g)
+        for n in undecided:
             k, q = int(piece[n]), int(periods[n])
             low, high = Fraction(float(b[k])) + q * shift, Fraction(float(b[k + 1])) + q * shift
             if negative[n]:
                 low, high = -high, -low
             start, width = (x + low) / g + Fraction(1, 2), (high - low) / g
             word = int(words[n])
-            cell = self._cell(start + width * Fraction(word, 2**64), start + width * Fraction(word + 1, 2**64), source)
-            out[n] = float(cell * g)
-        return out
+            cells[n] = self._cell(start + width * Fraction(word, 2**64), start + width * Fraction(word + 1, 2**64), source)
+        return grid_points(cells, float(g))
 
     @staticmethod
     def _cell(start: Fraction, end: Fraction, source: RandomSource) -> int:

@@ -12,7 +12,8 @@ from scipy import stats
 import dpopt
 from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian
 from dpopt.mechanisms.gaussian import analytic_sigma
-from dpopt.mechanisms.grid_release import GridGaussian, GridLaplace, discrete_gaussian_delta, grid_index, grid_sensitivity, rounded_laplace
+from dpopt.mechanisms.grid_release import (GridGaussian, GridLaplace, discrete_gaussian_delta, grid_index, grid_points, grid_sensitivity,
+                                          rounded_laplace)
 from dpopt.validation import InvalidParameterError
 from tests.distributions import integer_fit_pvalue, laplace_cdf
 
@@ -110,3 +111,19 @@ def test_rounded_laplace_without_noise_is_the_nearest_point_of_the_exact_mean():
     # 1.25 = 2.5 grid steps of 0.5: a tie rounds up; 2**-60 below it (not a double) rounds down
     assert list(rounded_laplace(Fraction(5, 4), 0.0, 0.5, 2, np.random.default_rng(0))) == [3, 3]
     assert list(rounded_laplace(Fraction(5, 4) - Fraction(1, 2**60), 0.0, 0.5, 1, np.random.default_rng(0))) == [2]
+
+
+def test_grid_points_print_as_the_decimal_grid_the_user_wrote():
+    np.testing.assert_array_equal(grid_points(np.array([33, -7, 0]), 0.1), [3.3, -0.7, 0.0])
+    assert grid_points(np.array([51083]), 0.001)[0] == 51.083
+    huge = np.array([3 * 10**30, -(2**70)], dtype=object)  # beyond int64: rational arithmetic
+    np.testing.assert_array_equal(grid_points(huge, 0.25), [7.5e29, -(2.0**68)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(1e-12, 1e6), st.lists(st.integers(-(2**60), 2**60), min_size=1, max_size=5))
+def test_grid_points_are_the_nearest_doubles_to_j_times_the_shortest_decimal(grid, cells):
+    decimal = Fraction(repr(grid))
+    expected = [float(j * decimal) for j in cells]
+    np.testing.assert_array_equal(grid_points(np.array(cells, dtype=np.int64), grid), expected)
+    np.testing.assert_array_equal(grid_points(np.array(cells, dtype=object), grid), expected)
