@@ -195,7 +195,8 @@ def rounded_laplace(mean: Fraction, scale: float, grid: float, count: int, sourc
     ``expm1``, so it is accurate when s is large; none flushed to zero when s is small:
     :func:`dpopt.exact_sampling.exact_choice_logits`) and k by
     :func:`dpopt.exact_sampling.geometric_of_scale`. ``mean`` is exact (a
-    :class:`fractions.Fraction`); a scale of 0 returns the nearest point itself.
+    :class:`fractions.Fraction`); a scale of 0 returns the nearest point itself. The indices
+    are int64, or Python integers where they leave int64's range.
     """
     from dpopt.exact_sampling import exact_choice_logits, geometric_of_scale
 
@@ -203,12 +204,19 @@ def rounded_laplace(mean: Fraction, scale: float, grid: float, count: int, sourc
     u = Fraction(mean) / g + Fraction(1, 2)
     j0 = math.floor(u)
     if scale == 0:
-        return np.full(count, j0, dtype=object)
+        return _indices(j0, np.zeros(count, dtype=np.int64))
     f, s = float(u - j0), float(scale) / float(grid)
     centre = -0.5 * (math.expm1(-f / s) + math.expm1(-(1.0 - f) / s))
     half = math.log(0.5)
     side = exact_choice_logits([math.log(centre), half - (1.0 - f) / s, half - f / s], count, source)
     k = geometric_of_scale(s, count, source)
     offset = np.where(side == 1, 1 + k, np.where(side == 2, -1 - k, 0))
-    return np.array([j0 + int(o) for o in offset], dtype=object)
+    return _indices(j0, offset)
+
+
+def _indices(centre: int, offset: np.ndarray) -> np.ndarray:
+    """``centre + offset`` as int64 where it fits (with room to spare), else as Python integers."""
+    if abs(centre) < 2**61 and (not offset.size or int(np.abs(offset).max()) < 2**61):
+        return centre + offset.astype(np.int64)
+    return np.array([centre + int(o) for o in offset], dtype=object)
 
