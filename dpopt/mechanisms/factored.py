@@ -27,7 +27,12 @@ __all__ = ["ColumnLogValues", "FactoredMechanism"]
 #: Rows per block when a dense product is streamed (memory ~ BLOCK * (n+1) floats).
 BLOCK = 256
 #: Losses whose expected losses :meth:`FactoredMechanism.named_row_losses` sums by recurrences.
-NAMED_ROW_LOSSES = ("absolute", "squared")
+NAMED_ROW_LOSSES = ("absolute", "squared", "zero_one")
+#: Zero-one losses below this over (1 - alpha) are summed densely
+#: (:meth:`FactoredMechanism.expected_losses`): the recurrences give ``sum_r x[i, r] - x[i, i]``,
+#: a difference of sums near 1 whose rounding (about 2 u / (1 - alpha), u = 2**-53) is then
+#: below 2e-12 of the loss.
+ZERO_ONE_DENSE_BELOW = 2.0**-12
 
 
 def group_ranks(sizes: np.ndarray) -> np.ndarray:
@@ -123,12 +128,17 @@ class FactoredMechanism:
         loss it knows (``loss``: the loss's name) unless the dense sums of :meth:`row_losses`,
         n + 1 a row, are fewer (a few rows asked for, and T moving rows far)."""
         rows = np.asarray(rows)
-        if loss in NAMED_ROW_LOSSES and self.named_work(loss) <= rows.size * (self.n + 1):
-            return self.named_row_losses(loss, rows)
-        return self.row_losses(loss_rows, rows)
+        if loss not in NAMED_ROW_LOSSES or self.named_work(loss) > rows.size * (self.n + 1):
+            return self.row_losses(loss_rows, rows)
+        losses = self.named_row_losses(loss, rows)
+        if loss == "zero_one":
+            small = losses < ZERO_ONE_DENSE_BELOW / (1.0 - self.alpha)  # the recurrences' rounding grows like 1 / (1 - alpha)
+            if small.any():
+                losses[small] = self.row_losses(loss_rows, rows[small])
+        return losses
 
     def named_row_losses(self, loss: str, rows: np.ndarray, budget: int = 1 << 22) -> np.ndarray:
-        """:meth:`row_losses` for the named losses ``"absolute"`` and ``"squared"`` in
+        """:meth:`row_losses` for the named losses ``"absolute"``, ``"squared"`` and ``"zero_one"`` in
         O(n + sum over entries of |r' - r|) instead of O(|rows| n), by kernel recurrences.
 
         With ``m0_r = sum_r' T[r, r']`` (1 up to rounding), ``G[i, r] = g_r alpha^|i-r|``
@@ -141,7 +151,10 @@ class FactoredMechanism:
           ``(r - i) m0_r - D_r`` (i < r), ``D_r = r m0_r - sum T r'``, except for i strictly
           between r' and r (or at r, for r' > r), where the entry adds
           ``2 T[r, r'] |i - r'|`` more; so ``E_i = absolute_first(g m0) + forward_0(g D) -
-          backward_0(g D) + g D`` plus those corrections, one term per (entry, i between).
+          backward_0(g D) + g D`` plus those corrections, one term per (entry, i between);
+        * zero-one: ``E_i = sum_r G[i, r] m0_r - x[i, i]`` with ``x[i, i] = sum over the entries
+          (r, i) of column i of G[i, r] T[r, i]``: O(n + nnz(T)). A difference, so
+          :meth:`expected_losses` sums losses below :data:`ZERO_ONE_DENSE_BELOW` densely.
 
         Every term is a float sum like the dense route's (tested against it to 1e-12); the
         dense route (:meth:`row_losses`) stays the reference and the fallback for other
@@ -150,9 +163,14 @@ class FactoredMechanism:
         (entry, i) pairs at a time.
         """
         if loss not in NAMED_ROW_LOSSES:
-            raise fail("loss", "FactoredMechanism.named_row_losses", "'absolute' or 'squared'", loss)
+            raise fail("loss", "FactoredMechanism.named_row_losses", "'absolute', 'squared' or 'zero_one'", loss)
         t = self.remap
         r = self._entry_rows()
+        if loss == "zero_one":  # sum_r G[i, r] m0_r - x[i, i], x[i, i] summed over the entries of column i
+            g = column_weights(self.n, self.alpha)
+            stay = t.data * g[r] * np.exp(np.abs(t.indices - r) * np.log(self.alpha))
+            total = kernel_moments(g * np.bincount(r, weights=t.data, minlength=self.n + 1), self.alpha, 0).total
+            return (total - np.bincount(t.indices, weights=stay, minlength=self.n + 1))[np.asarray(rows)]
         shift = (r - t.indices).astype(float)  # r - r' of every entry
         g = column_weights(self.n, self.alpha)
 

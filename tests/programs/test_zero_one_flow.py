@@ -115,7 +115,7 @@ def test_small_epsilon_no_longer_tails_off():
     # is below the optimum, and G itself is worse
     centre = 1 - 1 / np.sum(problem.alpha ** np.abs(np.arange(1001) - 500))
     identity = 1 - (1 - problem.alpha) / (1 + problem.alpha)
-    assert centre <= solution.objective < identity
+    assert centre * (1 - 1e-12) <= solution.objective < identity  # the optimum is the bound here, up to rounding
 
 
 def test_an_uncertified_flow_hands_its_support_to_column_generation(monkeypatch):
