@@ -207,3 +207,23 @@ def test_two_elements_at_one_point_do_not_drop_each_others_pairs():
     with np.errstate(divide="ignore"):  # the plain-DP baseline divides by the smallest distance, 0 here
         scales = dpopt.solve(problem, "exact").details["scales"]
     assert scales == pytest.approx([1.0], rel=1e-6)
+
+
+def test_above_the_reduction_cap_every_pair_is_a_candidate_and_the_optimum_is_the_same(monkeypatch):
+    """Past ESSENTIAL_PAIRS_MAX_N the O(N^3) pair reduction is skipped: the lazy pool then draws
+    from every finite pair, adds only violated ones, and reaches the same optimum (a line
+    metric, where the reduction keeps only neighbours, and a Euclidean one)."""
+    from dpopt.dx import scales
+    from dpopt.dx.scales import exact_surrogate
+
+    rng = np.random.default_rng(4)
+    for metric in (DXMetric.scaled_dates(np.sort(rng.uniform(0, 50, 40)), 1.0, 2.0), DXMetric.euclidean(rng.uniform(0, 9, (40, 2)), 0.5)):
+        q = rng.uniform(0, 1, (1, 40))
+        reduced = exact_surrogate(q, metric, 100)
+        assert essential_pairs(metric) is essential_pairs(metric)  # computed once per metric
+        monkeypatch.setattr(scales, "ESSENTIAL_PAIRS_MAX_N", 10)
+        assert len(essential_pairs(metric)[0]) == len(metric.pairs()[0])
+        full = exact_surrogate(q, metric, 100)
+        monkeypatch.undo()
+        assert check_privacy(full[0], metric).ok and full[2].essential == full[2].total
+        assert scales.surrogate_objective(*full[:2], q, 100) == pytest.approx(scales.surrogate_objective(*reduced[:2], q, 100), rel=1e-6)
