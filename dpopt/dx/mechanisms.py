@@ -28,7 +28,7 @@ from scipy.spatial.distance import pdist
 from dpopt.dx.metric import DXMetric
 from dpopt.dx.scales import PrivacyCheck, check_privacy
 from dpopt.exact_sampling import exact_choice_logits
-from dpopt.mechanisms.grid_release import grid_points, rounded_laplace
+from dpopt.mechanisms.grid_release import rounded_laplace_release
 from dpopt.mechanisms.laplace import laplace_ppf
 from dpopt.sampling import RandomSource, check_count, inverse_cdf, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_int, check_real, fail
@@ -96,7 +96,7 @@ class DXLaplaceMechanism:
         out = np.empty((count, self.scales.size))
         for k, (row, c) in enumerate(zip(self.transformed, self.scales)):
             mean = Fraction(float(c)) * sum((Fraction(float(q)) * n for q, n in zip(row, counts) if n), Fraction(0))
-            out[:, k] = grid_points(rounded_laplace(mean, float(c), grid, count, source), grid)
+            out[:, k] = rounded_laplace_release(mean, float(c), grid, count, source)
         return out
 
     def release(self, histogram: Any, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:

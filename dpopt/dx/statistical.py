@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.dx.smalldb import envelope_breakpoints, lipschitz_approximation
-from dpopt.mechanisms.grid_release import grid_points, rounded_laplace
+from dpopt.mechanisms.grid_release import rounded_laplace_release
 from dpopt.mechanisms.laplace import laplace_ppf
 from dpopt.sampling import RandomSource, check_count, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_array, check_int, fail
@@ -139,7 +139,7 @@ class MarginalRelease:
         for k, attribute in enumerate(self.attributes):
             mean = self._exact_mean(data, k)
             centre = mean * Fraction(float(attribute.scale)) if attribute.scale > 0 else mean
-            out[:, k] = grid_points(rounded_laplace(centre, float(attribute.scale), grid, count, source), grid)
+            out[:, k] = rounded_laplace_release(centre, float(attribute.scale), grid, count, source)
         return out
 
     def release(self, rows: Any, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:

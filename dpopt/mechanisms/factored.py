@@ -166,13 +166,12 @@ class FactoredMechanism:
             raise fail("loss", "FactoredMechanism.named_row_losses", "'absolute', 'squared' or 'zero_one'", loss)
         t = self.remap
         r = self._entry_rows()
+        g = column_weights(self.n, self.alpha)
         if loss == "zero_one":  # sum_r G[i, r] m0_r - x[i, i], x[i, i] summed over the entries of column i
-            g = column_weights(self.n, self.alpha)
             stay = t.data * g[r] * np.exp(np.abs(t.indices - r) * np.log(self.alpha))
             total = kernel_moments(g * np.bincount(r, weights=t.data, minlength=self.n + 1), self.alpha, 0).total
             return (total - np.bincount(t.indices, weights=stay, minlength=self.n + 1))[np.asarray(rows)]
         shift = (r - t.indices).astype(float)  # r - r' of every entry
-        g = column_weights(self.n, self.alpha)
 
         def row_sums(values: np.ndarray) -> np.ndarray:
             return np.bincount(r, weights=values, minlength=self.n + 1)

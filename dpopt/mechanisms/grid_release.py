@@ -35,8 +35,8 @@ from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian, DiscreteLaplace
 from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_real, fail
 
-__all__ = ["GridLaplace", "GridGaussian", "ROUNDED_LAPLACE_SAMPLER", "grid_index", "grid_points", "grid_sensitivity", "discrete_gaussian_delta",
-           "rounded_laplace"]
+__all__ = ["GridLaplace", "GridGaussian", "ROUNDED_LAPLACE_SAMPLER", "check_release_grid", "grid_index", "grid_points", "grid_sensitivity",
+           "discrete_gaussian_delta", "rounded_laplace", "rounded_laplace_release"]
 
 OWNER = "grid release"
 #: Denominators of the rational noise parameters.
@@ -212,6 +212,19 @@ def rounded_laplace(mean: Fraction, scale: float, grid: float, count: int, sourc
     k = geometric_of_scale(s, count, source)
     offset = np.where(side == 1, 1 + k, np.where(side == 2, -1 - k, 0))
     return _indices(j0, offset)
+
+
+def rounded_laplace_release(mean: Fraction, scale: float, grid: float, count: int, source: Any) -> np.ndarray:
+    """``count`` released values: :func:`rounded_laplace`'s grid indices shown by :func:`grid_points`."""
+    return grid_points(rounded_laplace(mean, scale, grid, count, source), grid)
+
+
+def check_release_grid(grid: float, scales: np.ndarray, owner: str) -> None:
+    """Refuse a ``release_grid`` coarser than 1000 times the smallest positive noise scale (naming it)."""
+    positive = np.asarray(scales, dtype=float)
+    positive = positive[positive > 0]
+    if positive.size and grid > 1e3 * positive.min():
+        raise fail("release_grid", owner, f"at most 1000 times the smallest noise scale ({positive.min():.6g})", grid)
 
 
 def _indices(centre: int, offset: np.ndarray) -> np.ndarray:

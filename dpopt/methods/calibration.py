@@ -26,7 +26,7 @@ from dpopt.mechanisms.generalized_gaussian import (
     TruncatedGeneralizedGaussianMechanism,
     pdp_scale_monte_carlo,
 )
-from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER, GridGaussian, GridLaplace, grid_points, rounded_laplace
+from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER, GridGaussian, GridLaplace, rounded_laplace_release
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.laplace import LaplaceMechanism, TruncatedLaplaceMechanism
 from dpopt.mechanisms.neighbouring_sets import staircase_noise
@@ -172,7 +172,7 @@ def _rounded(problem: Calibration, mech: Any, params: dict[str, Any], cert: Cert
     params = {**params, "grid": g, "expected_absolute_error": params["expected_absolute_error"] + g / 2}
     if problem.mechanism == "laplace":
         def draw(true_value: float, count: int, source: RandomSource) -> np.ndarray:
-            return grid_points(rounded_laplace(Fraction(float(true_value)), mech.scale, g, count, source), g)
+            return rounded_laplace_release(Fraction(float(true_value)), mech.scale, g, count, source)
 
         return draw, params, cert, ROUNDED_LAPLACE_SAMPLER
     noise = staircase_noise(problem.sensitivity, problem.epsilon, mech.gamma)

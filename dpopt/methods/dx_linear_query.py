@@ -58,12 +58,12 @@ from dpopt.dx.smalldb import (
 )
 from dpopt.export import StoredSolution
 from dpopt.limits import MAX_MAGNITUDE
-from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER
+from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER, check_release_grid
 from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution
-from dpopt.validation import InvalidParameterError, SolverError, check_array, check_real, fail
+from dpopt.validation import InvalidParameterError, SolverError, check_array, check_real
 
 KIND = "dx_linear_query"
 
@@ -102,9 +102,7 @@ def dx_solution(problem: DXLinearQuery, transformed: np.ndarray, scales: np.ndar
         data = problem.histogram if histogram is None else histogram
         if grid is None:
             return mechanism[0].release(data, count, rng=source, exact=False)  # Solution.sample gates the float path
-        positive = scales[scales > 0]
-        if positive.size and grid > 1e3 * positive.min():
-            raise fail("release_grid", KIND, f"at most 1000 times the smallest noise scale ({positive.min():.6g})", grid)
+        check_release_grid(grid, scales, KIND)
         return mechanism[0].grid_release(data, grid, count, source)
 
     parameters: dict[str, Any] = {

@@ -42,7 +42,7 @@ from dpopt.dx.statistical import (
 )
 from dpopt.export import StoredSolution
 from dpopt.limits import MAX_MAGNITUDE
-from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER
+from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER, check_release_grid
 from dpopt.problems.statistical_query import StatisticalQuery
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
@@ -94,9 +94,7 @@ def statistical_solution(problem: StatisticalQuery, scales: np.ndarray, mapped: 
             release.append(MarginalRelease(attributes, [problem.distances(k) for k in range(problem.attributes)], problem.n))
         if problem.release_grid is None:
             return release[0].release(data, count, rng=source, exact=False)  # Solution.sample gates the float path
-        positive = scales[scales > 0]
-        if positive.size and problem.release_grid > 1e3 * positive.min():
-            raise fail("release_grid", KIND, f"at most 1000 times the smallest noise scale ({positive.min():.6g})", problem.release_grid)
+        check_release_grid(problem.release_grid, scales, KIND)
         return release[0].grid_release(data, problem.release_grid, count, source)
 
     return Solution(
