@@ -240,15 +240,17 @@ def solve(problem: Problem, method: str = "auto", *, solver: str | None = None, 
         order = [m for m in order if m.uses_solver] or order
     for chosen in order:
         _check_solver(problem, chosen, solver)
-    _check_memory(problem, order[0])
-    failures: list[str] = []
+    refusals = {}
+    for chosen in order:  # before any work: auto passes over exact methods that cannot fit
+        try:
+            _check_memory(problem, chosen)
+        except InvalidParameterError as exc:
+            refusals[chosen.name] = exc
+    if len(refusals) == len(order):
+        raise refusals[order[0].name]
+    failures = [f"{name}: {exc}" for name, exc in refusals.items()]
+    order = [m for m in order if m.name not in refusals]
     for position, chosen in enumerate(order):
-        if position:
-            try:
-                _check_memory(problem, chosen)
-            except InvalidParameterError as exc:
-                failures.append(f"{chosen.name}: {exc}")
-                continue
         start = time.perf_counter()
         try:
             solution = chosen.run(problem, solver, repair)

@@ -145,3 +145,15 @@ def test_a_problem_no_method_applies_to_is_refused_saying_what_each_needs():
         message = str(refused.value)
         assert "\n" not in message and "400,000 privacy rows" in message and 'privacy = "neighbours"' in message
         assert all(name in message for name in REGISTRY["finite_query"])
+
+
+def test_auto_passes_over_exact_methods_that_cannot_fit_before_any_work():
+    """n = 10^7 at epsilon_1 = 1e-6: the dense chain's entries stay normal doubles, so closed_form
+    and lp apply, but their matrices need millions of GiB; auto used to stop at the first
+    one's memory refusal instead of running the factored chain, which fits."""
+    problem = dpopt.MultiLevelRelease(n=10**7, epsilons=[1e-6, 1e-7])
+    solution = dpopt.solve(problem)
+    assert solution.method == "factored" and solution.certificate.ok
+    assert [entry.split(":")[0] for entry in solution.details["auto_fallbacks"]] == ["closed_form", "lp"]
+    with pytest.raises(dpopt.InvalidParameterError, match="memory limit"):
+        dpopt.solve(problem, "closed_form")
