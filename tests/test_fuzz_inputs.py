@@ -113,7 +113,7 @@ def mutated_documents(draw: Any) -> tuple[str, bytes]:
         elif action == "delete" and keys:
             del document[draw(st.sampled_from(keys))]
         elif action == "add":
-            document[draw(st.sampled_from(["n", "alpha", "epsilon", "delta", "window", "extra", "metric", "kind", "p"]))] = draw(values)
+            document[draw(st.sampled_from(["n", "alpha", "epsilon", "delta", "window", "extra", "metric", "kind", "p", "grid", "release_grid"]))] = draw(values)
         elif action == "nested":
             nested = [k for k in keys if isinstance(document[k], (dict, list)) and document[k]]
             if nested:
