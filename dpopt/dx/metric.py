@@ -64,12 +64,17 @@ class DXMetric:
         heterogeneous, dates and smooth metrics, graph distances): the O(N^3) triangle check
         is skipped (at N = 3000 it took 90 s). Nothing private rests on it: every
         certificate measures every pair.
+    line : array of shape (N,), optional
+        Positions on a line whose distances (times a constant) the matrix holds
+        (:meth:`scaled_dates`): then :attr:`essential_pairs` is read off the sorted
+        positions instead of an O(N^3) search.
     """
 
     matrix: np.ndarray
     closure: bool = False
     labels: tuple[Any, ...] | None = None
     proven: bool = field(default=False, repr=False)
+    line: np.ndarray | None = field(default=None, repr=False)
     size: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -116,9 +121,9 @@ class DXMetric:
 
     @cached_property
     def essential_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """Index arrays (i < j) of the finite pairs no third element implies (computed once, O(N^3)):
-        see :func:`dpopt.dx.scales.essential_pairs`."""
-        i, j = np.nonzero(np.triu(not_implied(self.matrix, slack=1e-12), 1))
+        """Index arrays (i < j) of the finite pairs no third element implies (computed once, O(N^3);
+        on a :attr:`line`, from the sorted positions): see :func:`dpopt.dx.scales.essential_pairs`."""
+        i, j = _line_pairs(self.line) if self.line is not None else np.nonzero(np.triu(not_implied(self.matrix, slack=1e-12), 1))
         i.setflags(write=False)
         j.setflags(write=False)
         return i, j
@@ -158,7 +163,7 @@ class DXMetric:
         _universe_size(u.size, "values")
         eps = check_real(epsilon, "epsilon", OWNER, low=1.0 / MAX_MAGNITUDE, high=MAX_MAGNITUDE)
         t = check_real(period, "period", OWNER, low=1.0 / MAX_MAGNITUDE)
-        return cls(_finite(eps * np.abs(u[:, None] - u[None, :]) / t, "values"), proven=True)
+        return cls(_finite(eps * np.abs(u[:, None] - u[None, :]) / t, "values"), proven=True, line=u)
 
     @classmethod
     def attribute(cls, records: Sequence[Sequence[Any]], budgets: Mapping[Any, float], *, form: str = "min") -> DXMetric:
@@ -239,6 +244,29 @@ class DXMetric:
         g = coo_array((e[:, 2], (e[:, 0].astype(int), e[:, 1].astype(int))), shape=(n, n)).tocsr()
         d = shortest_path(g, directed=False)
         return cls((d + d.T) / 2, proven=True)
+
+
+def _line_pairs(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The essential pairs (i < j) of points on a line: equal points, and points at consecutive
+    distinct positions. A pair with a point strictly between is implied through it (both parts
+    positive and shorter); equal points (distance 0) imply nothing, nor are they implied."""
+    order = np.argsort(u, kind="stable")
+    distinct, group = np.unique(u[order], return_inverse=True)
+    starts = np.searchsorted(group, np.arange(distinct.size))
+    sizes = np.diff(np.append(starts, u.size))
+    pairs = []
+    for k in range(distinct.size):
+        members = order[starts[k]:starts[k] + sizes[k]]
+        if members.size > 1:  # ties: every pair at distance 0
+            a, b = np.triu_indices(members.size, 1)
+            pairs.append(np.stack([members[a], members[b]]))
+        if k + 1 < distinct.size:  # every member against every member of the next position
+            after = order[starts[k + 1]:starts[k + 1] + sizes[k + 1]]
+            pairs.append(np.stack([np.repeat(members, after.size), np.tile(after, members.size)]))
+    both = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), dtype=np.intp)
+    i, j = np.minimum(both[0], both[1]), np.maximum(both[0], both[1])
+    keep = np.lexsort((j, i))
+    return i[keep], j[keep]
 
 
 def _finite(d: np.ndarray, parameter: str) -> np.ndarray:

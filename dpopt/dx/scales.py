@@ -358,7 +358,8 @@ ESSENTIAL_PAIRS_MAX_N = 1500
 def essential_pairs(metric: DXMetric) -> tuple[np.ndarray, np.ndarray]:
     """Finite pairs (i < j) not implied by the triangle inequality (:func:`dpopt.privacy.not_implied`),
     computed once per metric (:attr:`DXMetric.essential_pairs`); every finite pair above
-    :data:`ESSENTIAL_PAIRS_MAX_N` elements.
+    :data:`ESSENTIAL_PAIRS_MAX_N` elements, except on a line, where they are read off the
+    sorted positions at any N.
 
     A pair with ``d(i, j) >= d(i, k) + d(k, j)`` (to 1e-12) through positive parts shorter
     than d(i, j) is dropped: every constraint here bounds a pseudo-metric in (i, j)
@@ -369,7 +370,9 @@ def essential_pairs(metric: DXMetric) -> tuple[np.ndarray, np.ndarray]:
     and (k, j) imply each other, both were dropped, and the exact routes then left a query
     unconstrained (scale 0).
     """
-    return metric.pairs() if metric.size > ESSENTIAL_PAIRS_MAX_N else metric.essential_pairs
+    if metric.size > ESSENTIAL_PAIRS_MAX_N and metric.line is None:
+        return metric.pairs()
+    return metric.essential_pairs
 
 
 def nearest_pairs(metric: DXMetric, pairs: tuple[np.ndarray, np.ndarray], neighbours: int = 8) -> np.ndarray:

@@ -90,3 +90,15 @@ def test_metrics_built_by_formula_pass_the_triangle_check_they_skip(size, dim, s
 
 def test_a_users_matrix_is_still_checked():
     assert not DXMetric(np.array([[0, 1], [1, 0.0]])).proven
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=2, max_size=30), st.sampled_from([1.0, 0.37, 1e3]), st.floats(0.1, 3.0), st.floats(0.5, 5.0))
+def test_essential_pairs_on_a_line_are_the_searchs_without_it(positions, unit, epsilon, period):
+    """Dates (ties included): equal points and consecutive distinct positions, read off the sort,
+    are exactly the pairs the O(N^3) search (dpopt.privacy.not_implied) keeps."""
+    from dpopt.privacy import not_implied
+
+    metric = DXMetric.scaled_dates(np.array(positions, dtype=float) * unit, epsilon, period)
+    searched = np.nonzero(np.triu(not_implied(metric.matrix, slack=1e-12), 1))
+    assert set(zip(*(a.tolist() for a in metric.essential_pairs))) == set(zip(*(a.tolist() for a in searched)))

@@ -217,7 +217,12 @@ def test_above_the_reduction_cap_every_pair_is_a_candidate_and_the_optimum_is_th
     from dpopt.dx.scales import exact_surrogate
 
     rng = np.random.default_rng(4)
-    for metric in (DXMetric.scaled_dates(np.sort(rng.uniform(0, 50, 40)), 1.0, 2.0), DXMetric.euclidean(rng.uniform(0, 9, (40, 2)), 0.5)):
+    dates = DXMetric.scaled_dates(np.sort(rng.uniform(0, 50, 40)), 1.0, 2.0)
+    monkeypatch.setattr(scales, "ESSENTIAL_PAIRS_MAX_N", 10)
+    assert len(essential_pairs(dates)[0]) == 39  # a line keeps its reduction at any N: the sorted neighbours
+    monkeypatch.undo()
+    # the same line-shaped matrix given as a plain matrix, and a Euclidean metric, above the cap
+    for metric in (DXMetric(dates.matrix), DXMetric.euclidean(rng.uniform(0, 9, (40, 2)), 0.5)):
         q = rng.uniform(0, 1, (1, 40))
         reduced = exact_surrogate(q, metric, 100)
         assert essential_pairs(metric) is essential_pairs(metric)  # computed once per metric
