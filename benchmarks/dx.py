@@ -1,7 +1,7 @@
 """d_X-privacy at N = 841 (GeoNames US cities): all-pairs work and the exact optima.
 
     python benchmarks/dx.py [--k 10] [--full-timeout 300]
-    python benchmarks/dx.py --large 1000 2000 3000     # random Euclidean universes, see large_universes
+    python benchmarks/dx.py --large 1000 2000 3000     # random Euclidean and dates universes, see large_universes
 
 Prints one table. Rows:
 
@@ -104,38 +104,41 @@ def _exact_row(name: str, seconds: float, peak: float, report: Any, objective: f
 
 
 def large_universes(sizes: list[int]) -> pd.DataFrame:
-    """``exact_surrogate`` on N random Euclidean points, from the coordinates to a certified answer.
+    """``exact_surrogate`` on N random points (Euclidean in the plane, or dates on a line), from the
+    coordinates to a certified answer.
 
     Baseline, in this process: the same metric validated by the O(N^3) triangle check and the
     lazy pool built from the O(N^3) pair reduction, as before both were skipped for large N
     (a formula metric is a metric; past :data:`dpopt.dx.scales.ESSENTIAL_PAIRS_MAX_N` the pool
-    draws from every pair). ``ratio`` = the route's time over the baseline's.
+    draws from every pair; on a line the essential pairs are read off the sorted dates).
+    ``ratio`` = the route's time over the baseline's.
     """
     from dpopt.dx import scales
     from dpopt.dx.metric import first_triangle_violation
 
     rows = []
-    for size in sizes:
+    for kind, size in [(kind, size) for kind in ("euclidean", "dates") for size in sizes]:
         rng = np.random.default_rng(size)
         points, q = rng.uniform(0, 100, (size, 2)), rng.uniform(0, 1, (1, size))
-        metric, build_s, _ = measure(lambda: DXMetric.euclidean(points))
+        build = (lambda: DXMetric.euclidean(points)) if kind == "euclidean" else (lambda: DXMetric.scaled_dates(points[:, 0], 1.0, 10.0))
+        metric, build_s, _ = measure(build)
         (transformed, c, report), solve_s, peak = measure(lambda: exact_surrogate(q, metric, RECORDS))
         objective = surrogate_objective(transformed, c, q, RECORDS)
         _, check_s, _ = measure(lambda: first_triangle_violation(metric.matrix))
         cap = scales.ESSENTIAL_PAIRS_MAX_N
         scales.ESSENTIAL_PAIRS_MAX_N = size  # the baseline reduces every universe
         try:
-            fresh = DXMetric(metric.matrix, proven=True)
+            fresh = DXMetric(metric.matrix, proven=True)  # no line: the O(N^3) search
             (old_t, old_c, old_report), old_s, old_peak = measure(lambda: exact_surrogate(q, fresh, RECORDS))
         finally:
             scales.ESSENTIAL_PAIRS_MAX_N = cap
         baseline = build_s + check_s + old_s
-        rows.append({"N": size, "seconds": build_s + solve_s, "peak_MiB": peak, "pairs_total": report.total,
+        rows.append({"metric": kind, "N": size, "seconds": build_s + solve_s, "peak_MiB": peak, "pairs_total": report.total,
                      "pairs_candidates": report.essential, "pairs_used": report.used, "objective": objective,
                      "baseline_seconds": baseline, "baseline_check_s": check_s, "baseline_peak_MiB": old_peak,
                      "baseline_pairs_essential": old_report.essential, "ratio": (build_s + solve_s) / baseline,
                      "objective_rel_diff": abs(objective - surrogate_objective(old_t, old_c, q, RECORDS)) / objective})
-    return pd.DataFrame(rows).set_index("N")
+    return pd.DataFrame(rows).set_index(["metric", "N"])
 
 
 def main() -> None:
@@ -143,7 +146,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--full-timeout", type=float, default=300.0)
     parser.add_argument("--large", type=int, nargs="*", default=None, metavar="N",
-                        help="instead: exact_surrogate on N random Euclidean points, against the O(N^3) check and reduction")
+                        help="instead: exact_surrogate on N random Euclidean points and N dates, against the O(N^3) check and reduction")
     args = parser.parse_args()
     pd.set_option("display.width", 220)
     pd.set_option("display.max_columns", 20)
