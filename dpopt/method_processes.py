@@ -57,15 +57,11 @@ def solve_in_process(problem: Any, method: str, solver: str | None, timeout: flo
 
     With ``export``, the child writes the mechanism there if (and only if) it is certified;
     the caller checks the summary's certificate."""
-    return _in_process(_child, (problem, method, solver, repair, export, dense), timeout)
-
-
-def _in_process(target: Any, args: tuple[Any, ...], timeout: float) -> MethodOutcome:
     from dpopt.sweeps import isolation_context
 
     context = isolation_context()
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=target, args=(*args, send, os.getpid()), daemon=True)
+    process = context.Process(target=_child, args=(problem, method, solver, repair, export, dense, send, os.getpid()), daemon=True)
     start = time.monotonic()
     process.start()
     send.close()

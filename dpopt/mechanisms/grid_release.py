@@ -35,7 +35,7 @@ from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian, DiscreteLaplace
 from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_real, fail
 
-__all__ = ["GridLaplace", "GridGaussian", "ROUNDED_LAPLACE_SAMPLER", "check_release_grid", "grid_index", "grid_points", "grid_sensitivity",
+__all__ = ["COARSEST_GRID_PER_SCALE", "GridLaplace", "GridGaussian", "ROUNDED_LAPLACE_SAMPLER", "check_release_grid", "grid_index", "grid_points", "grid_sensitivity",
            "discrete_gaussian_delta", "rounded_laplace", "rounded_laplace_release"]
 
 OWNER = "grid release"
@@ -219,11 +219,16 @@ def rounded_laplace_release(mean: Fraction, scale: float, grid: float, count: in
     return grid_points(rounded_laplace(mean, scale, grid, count, source), grid)
 
 
+#: Coarsest release grid, in units of the noise scale it rounds (coarser rounding only throws accuracy away).
+COARSEST_GRID_PER_SCALE = 1e3
+
+
 def check_release_grid(grid: float, scales: np.ndarray, owner: str) -> None:
-    """Refuse a ``release_grid`` coarser than 1000 times the smallest positive noise scale (naming it)."""
+    """Refuse a ``release_grid`` coarser than :data:`COARSEST_GRID_PER_SCALE` times the smallest positive
+    noise scale (naming it)."""
     positive = np.asarray(scales, dtype=float)
     positive = positive[positive > 0]
-    if positive.size and grid > 1e3 * positive.min():
+    if positive.size and grid > COARSEST_GRID_PER_SCALE * positive.min():
         raise fail("release_grid", owner, f"at most 1000 times the smallest noise scale ({positive.min():.6g})", grid)
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
@@ -156,7 +157,7 @@ class FactoredChain:
     n: int
     levels: tuple[float, ...]
 
-    @property
+    @cached_property
     def stays(self) -> list[tuple[Fraction, Fraction]]:
         """``(p_end, p_interior)`` into each level 2..k."""
         return [stay_probabilities(a, b) for a, b in zip(self.levels[:-1], self.levels[1:])]

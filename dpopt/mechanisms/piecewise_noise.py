@@ -21,9 +21,10 @@ intervals, piece against piece.
 
 Releases (:meth:`PiecewiseNoise.grid_release`) are ``x + Z`` rounded to the nearest
 multiple of a declared grid g, drawn exactly: rounding is post-processing, so the
-release is as private as the density, and its law is computed in rational arithmetic
-(no floating-point uniform decides anything, so Mironov's attack on floating-point
-noise has nothing to read).
+release is as private as the density, and its law is exact for the dyadic numbers the
+density is held as: each draw's cell is decided in float64 only where a proven error
+margin leaves no doubt, and otherwise in rational arithmetic (so Mironov's attack on
+floating-point noise has nothing to read).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ __all__ = ["GRID_SAMPLER", "PiecewiseNoise", "range_minimum"]
 OWNER = "piecewise noise"
 
 #: How :meth:`PiecewiseNoise.grid_release` draws (reported with every release).
-GRID_SAMPLER = ("exact: x + Z rounded to the nearest multiple of release_grid in rational arithmetic; Z's piece drawn "
+GRID_SAMPLER = ("exact: x + Z rounded to the nearest multiple of release_grid; Z's piece drawn "
                 "from its weights exp(log value) * length as dyadic rationals M 2**e (each within a few ulps), a tail "
                 "period by exact geometric coins on the dyadic decay, the sign by a fair bit, the grid cell within the "
                 "piece by its exact overlap (a uniform 64-bit word, decided in float64 with an error margin eight times "

@@ -119,13 +119,13 @@ def solve_lp(problem: MultiLevelRelease, solver: str | None, repair: bool) -> So
           summary="each T as keep-or-redraw (T[r] = p_r e_r + (1 - p_r) G_b[r], exact rational p_r): no matrices, any n")
 def solve_factored(problem: MultiLevelRelease, solver: str | None, repair: bool) -> Solution:
     chain = FactoredChain(problem.n, problem.levels)
-    levels = [{"alpha": a, "epsilon": float(-np.log(a)), "certificate": _geometric_certificate(problem.n, a).to_dict()}
-              for a in problem.levels]
+    certificates = [_geometric_certificate(problem.n, a) for a in problem.levels]
+    levels = [{"alpha": a, "epsilon": float(-np.log(a)), "certificate": c.to_dict()} for a, c in zip(problem.levels, certificates)]
     stays = chain.stays
     return Solution(
         problem=problem, method="factored", exact=True, solver="none", status="closed_form", seconds=0.0,
         objective=0.0,  # every level's marginal is G at its alpha exactly (the identity in mechanisms.multilevel)
-        certificate=_geometric_certificate(problem.n, problem.levels[0]),
+        certificate=certificates[0],
         parameters={"alphas": list(problem.levels), "stay_at_ends": [float(e) for e, _ in stays],
                     "stay_inside": [float(i) for _, i in stays]},
         details={"levels": levels, "chain": chain},

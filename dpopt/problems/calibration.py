@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpopt.limits import MAX_MAGNITUDE, check_memory
+from dpopt.mechanisms.grid_release import COARSEST_GRID_PER_SCALE
 from dpopt.privacy import resolve_privacy
 from dpopt.validation import check_choice, check_int, check_real, fail
 
@@ -39,8 +40,6 @@ ROUNDED_MECHANISMS = ("laplace", "staircase")
 #: Finest grid for a rounded release, relative to the sensitivity (a staircase step spans at
 #: most 2**40 cells, far below :data:`dpopt.mechanisms.piecewise_noise.MAX_CELLS_PER_PIECE`).
 FINEST_ROUNDING = 2.0**-40
-#: Coarsest grid for a rounded release, relative to the noise scale (as the d_X release_grid).
-COARSEST_ROUNDING = 1e3
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -138,7 +137,7 @@ class Calibration:
         if self.lower is not None:
             raise fail("grid", KIND, "omitted for the bounded (truncated) laplace: only its unbounded release is rounded exactly", self.grid)
         finest = FINEST_ROUNDING * self.sensitivity
-        coarsest = COARSEST_ROUNDING * self.sensitivity / self.epsilon
+        coarsest = COARSEST_GRID_PER_SCALE * self.sensitivity / self.epsilon  # as the d_X release_grid
         if not finest <= self.grid <= coarsest:
             raise fail("grid", KIND, f"between sensitivity x 2**-40 = {finest:.6g} and 1000 x sensitivity / epsilon = {coarsest:.6g} "
                        f"for a rounded {name} release", self.grid)
