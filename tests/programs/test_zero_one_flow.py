@@ -1,5 +1,7 @@
 """The zero-one flow LP against independent routes: the GS LP, column generation, G T itself."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -8,7 +10,9 @@ from hypothesis import strategies as st
 import dpopt
 from dpopt.mechanisms.geometric import column_weights, geometric_matrix
 from dpopt.programs.column_generation import closed_forms, solve as loop
-from dpopt.programs.zero_one_flow import remap_from_flows, solve_flow_program
+from dpopt.programs.column_generation.pricing import price_zero_one
+from dpopt.programs.column_generation.result import evaluated
+from dpopt.programs.zero_one_flow import remap_from_flows, solve_flow_by_sweep, solve_flow_program
 from tests.strategies import side_information
 
 
@@ -133,3 +137,76 @@ def test_an_uncertified_flow_hands_its_support_to_column_generation(monkeypatch)
     assert seen and result.route == "column generation" and result.within(1e-9)
     assert result.rounds == 1  # the flow's support holds the optimum: the first master closes
     assert result.upper_bound == pytest.approx(original(problem)[0].upper_bound, rel=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 60).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.02, 0.999), side_information(n))))
+def test_the_sweep_solves_the_flow_lp_and_its_slopes_certify_it(case):
+    # the same LP through HiGHS's dual simplex (an independent route); the sweep's duals,
+    # priced exactly over all (n+1)^2 remap columns, must close the gap on the sweep's own remap
+    n, alpha, s = case
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss="zero_one", side_information=s)
+    swept, lp = solve_flow_by_sweep(problem), solve_flow_program(problem)
+    assert swept is not None
+    assert swept.value == pytest.approx(lp.value, rel=1e-9, abs=1e-9)  # HiGHS: 1e-10 absolute on its scaled LP
+    assert swept.lam.sum() == pytest.approx(1.0) and swept.lam.min() >= 0
+    assert np.all(swept.lam[np.setdiff1d(np.arange(n + 1), problem.support)] == 0)
+    remap = remap_from_flows(alpha, swept.supply, swept.right, swept.left)
+    mechanism, losses = evaluated(problem, remap)
+    lower = price_zero_one(problem, swept.lam, mechanism.remap).lower_bound
+    upper = float(losses.max())
+    assert lower <= upper + 1e-15
+    assert upper - lower <= 1e-10 * upper + 1e-12
+
+
+def test_the_sweep_keeps_every_row_it_promises():
+    # the flows as exact rationals: every node of S keeps at least v, every other node >= 0
+    # (up to the float sweep's rounding), and the value is the bracket's feasible end
+    problem = dpopt.CountQuery(n=40, alpha=0.9, loss="zero_one", side_information=[0, 3, 7, 20, 33, 40])
+    flow = solve_flow_by_sweep(problem)
+    alpha, g = Fraction(problem.alpha), [Fraction(x) for x in flow.supply]
+    right = [Fraction(x) for x in flow.right] + [Fraction(0)]
+    left = [Fraction(x) for x in flow.left] + [Fraction(0)]
+    for j in range(problem.n + 1):
+        kept = g[j] - right[j] - left[j] + alpha * (right[j - 1] if j else 0) + alpha * left[j + 1]
+        wanted = Fraction(flow.value) if j in problem.support else Fraction(0)
+        assert kept >= wanted - Fraction(1, 10**12) * g[j]
+
+
+@pytest.mark.parametrize("n, alpha, s", [
+    (51, 0.08184397914605299, [0, 12, 25, 33, 47, 51]),  # a piece of slope ~alpha^-n: Newton stalled on it
+    (43, 0.1642038493578707, [4, 6, 31]),  # no float v near the root sweeps feasible on the piece above it
+])
+def test_the_sweep_brackets_where_newton_stalls(n, alpha, s):
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss="zero_one", side_information=s)
+    result, closed = closed_forms.solve_zero_one_by_flow(problem)
+    assert closed and result.within(1e-10)
+    lp = dpopt.solve(problem, "lp").objective  # HiGHS: 1e-10 absolute on an optimum of 3e-3 (first case)
+    assert result.upper_bound <= lp + 1e-12 and result.upper_bound == pytest.approx(lp, rel=1e-6)
+
+
+def test_small_epsilon_at_large_n_needs_no_lp_solver(monkeypatch):
+    # alpha = 0.999, n = 5000: the sweep alone (HiGHS's dual simplex took 68 s at n = 30,000)
+    def refused(problem):
+        raise AssertionError("the flow LP was handed to HiGHS")
+
+    monkeypatch.setattr(closed_forms, "solve_flow_program", refused)
+    solution = dpopt.solve(dpopt.CountQuery(n=5000, alpha=0.999, loss="zero_one"), "factored")
+    assert solution.details["route"] == "zero-one flow" and solution.details["relative_gap"] <= 1e-10
+    assert solution.certificate.ok
+
+
+def test_a_count_whose_value_underflows_on_the_way_keeps_its_own_output():
+    # every node passes everything right: count 0's value reaches node n worth alpha^1000 g_0,
+    # below any float, so its row would be empty; it keeps its own output instead
+    n, alpha = 1000, 0.5
+    supply = column_weights(n, alpha)
+    right = np.zeros(n)
+    for j in range(n):
+        right[j] = supply[j] + (alpha * right[j - 1] if j else 0.0)
+    remap = remap_from_flows(alpha, supply, right, np.zeros(n + 1))
+    assert remap[0, 0] == 1.0 and remap[[0], :].nnz == 1
+    sums = remap.sum(axis=1)
+    assert sums.min() > 0  # so FactoredMechanism.from_remap can renormalise every row
+    np.testing.assert_allclose(sums[100:], 1.0, rtol=1e-12)  # value that arrives is all there
+    assert remap[n - 1, n] == pytest.approx(1.0)

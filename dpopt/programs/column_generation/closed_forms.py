@@ -4,11 +4,12 @@ Zero-one loss needs no master at all
 ------------------------------------
 Only the diagonal of ``G T`` counts, so the interaction LP is a lossy flow on the path with
 O(n) rows (:mod:`dpopt.programs.zero_one_flow`), solved and certified by
-:func:`solve_zero_one_by_flow` (one dual simplex solve, T decomposed from the flows, the
-LP's duals priced exactly as the lower bound). Column generation tailed off on this
-degenerate master (alpha = 0.999: n = 1000 500 rounds, 95 s, gap 4e-6; n = 2000 > 300 s).
-If the flow's certificate falls short (HiGHS's 1e-10 absolute tolerance against an
-optimum near 0, e.g. S a single count), column generation starts from the flow's support.
+:func:`solve_zero_one_by_flow` (Newton's method on an O(n) feasibility sweep, with
+HiGHS's dual simplex where that does not settle; T decomposed from the flows, the LP's
+duals priced exactly as the lower bound). Column generation tailed off on this
+degenerate master (alpha = 0.999: n = 1000 500 rounds, 95 s, gap 4e-6; n = 2000 > 300 s),
+and the dual simplex took 68 s at n = 30,000 where the sweep takes 0.3 s. If the flow's
+certificate falls short, column generation starts from the flow's support.
 Before it, where n is large against 1 / (1 - alpha), G itself is optimal and
 :func:`identity_certificate` proves it with an explicit lambda, no LP at all (alpha = 0.99:
 n = 5000 39 -> 0.35 s, n = 10,000 > 300 -> 1.2 s).
@@ -33,7 +34,7 @@ from dpopt.mechanisms.geometric import column_weights
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.column_generation.pricing import price_zero_one
 from dpopt.programs.column_generation.result import ABSOLUTE_GAP, ColumnGenerationResult, evaluated
-from dpopt.programs.zero_one_flow import remap_from_flows, solve_flow_program
+from dpopt.programs.zero_one_flow import remap_from_flows, solve_flow_by_sweep, solve_flow_program
 
 
 def _closed_form_result(problem: CountQuery, remap: sparse.csr_array, lower: float, tolerance: float, start: float,
@@ -185,7 +186,7 @@ def solve_zero_one_by_flow(problem: CountQuery, *, tolerance: float = 1e-10) -> 
     """
     start = time.perf_counter()
     alpha = problem.alpha
-    flow = solve_flow_program(problem)
+    flow = solve_flow_by_sweep(problem) or solve_flow_program(problem)
     remap = remap_from_flows(alpha, flow.supply, flow.right, flow.left)
     mechanism, losses = evaluated(problem, remap)
     upper = float(losses.max())
