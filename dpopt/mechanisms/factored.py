@@ -22,7 +22,7 @@ from dpopt.exact_sampling import exact_choice
 from dpopt.sampling import RandomSource
 from dpopt.validation import fail
 
-__all__ = ["ColumnLogValues", "FactoredMechanism"]
+__all__ = ["FactoredMechanism"]
 
 #: Rows per block when a dense product is streamed (memory ~ BLOCK * (n+1) floats).
 BLOCK = 256
@@ -49,19 +49,6 @@ def budget_slices(work: np.ndarray, budget: int) -> Iterator[slice]:
         hi = max(lo + 1, int(np.searchsorted(work, done + budget, side="right")))
         yield slice(lo, hi)
         lo = hi
-
-
-@dataclass(frozen=True)
-class ColumnLogValues:
-    """``log_value[k] = ln x[row[k], column[k]]``, grouped by column, rows ascending (a row
-    is repeated where a long column's span is cut into overlapping pieces); ``span_head`` and
-    ``span_tail`` mark the first and last row of the column's whole span."""
-
-    column: np.ndarray
-    row: np.ndarray
-    log_value: np.ndarray
-    span_head: np.ndarray
-    span_tail: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -220,82 +207,59 @@ class FactoredMechanism:
             out += np.bincount(i, weights=values, minlength=self.n + 1)
         return out
 
-    def column_log_values(self, budget: int = 1 << 20) -> Iterator["ColumnLogValues"]:
-        """``ln x[i, c]`` for every non-empty column c of T and every i in its row span.
+    def certificate(self, epsilon: float) -> Certificate:
+        """Measure the privacy of ``G T`` in log space from O(nnz(T)) values, exactly.
 
-        Column c of T with non-zeros in rows ``a..b`` gives ``x[i, c] = alpha^(a-i) x[a, c]``
-        for ``i < a`` and ``alpha^(i-b) x[b, c]`` for ``i > b`` (every term of
-        ``sum_r g_r alpha^|i-r| T[r, c]`` shrinks by the same factor), so only the span
-        ``a..b`` needs computing: ``sum_c (b_c - a_c + 1) nnz_c`` log-sum-exps, O(nnz)
-        for a banded T, instead of (n+1) nnz. Log space keeps entries far from the
-        diagonal (alpha^|i-r| below 1e-308) exact in ratio. Yields groups of columns of
-        at most about ``budget`` terms each; a column larger than that alone comes in
-        pieces of its span that overlap by one row (``span_head``/``span_tail`` mark its
-        true ends).
+        Column c of T with entries in rows ``r_1 < .. < r_k`` gives, for i between two
+        consecutive entries p = r_m and q = r_(m+1),
+        ``x[i, c] = L alpha^(i - p) + R alpha^(q - i)`` with L the column's mass in rows <= p
+        seen from p and R its mass in rows >= q seen from q (:func:`_column_log_sums`). The
+        ratio ``x[i+1, c] / x[i, c] = alpha + (1/alpha - alpha) R' / (L' + R')`` (primes:
+        the two terms at i) rises with i, so the largest loss inside the gap is at one of
+        its two ends, and ``ln x`` is convex there, so its least value is at the integer
+        points beside ``i* = (p + q) / 2 + (ln R - ln L) / (2 ln alpha)``. Outside the span
+        ``r_1..r_k`` every ratio is exactly alpha. So four values a gap and two a column
+        measure every adjacent pair and the least entry: O(nnz) in all, where evaluating
+        the whole span costs ``sum_c span_c nnz_c`` (the zero-one flow's remap at alpha =
+        0.999, n = 30,000: 17 s; tested against the dense matrix). Row sums are measured as
+        ``G (T 1)`` by the kernel recurrences.
         """
+        n, log_alpha = self.n, float(np.log(self.alpha))
         t = self.remap.tocsc()
         t.sort_indices()
         counts = np.diff(t.indptr)
-        nonempty = np.flatnonzero(counts)
-        first = t.indices[t.indptr[nonempty]]
-        span = t.indices[t.indptr[nonempty + 1] - 1] - first + 1
-        # a column whose span x entries exceeds the budget is cut into pieces of rows that
-        # overlap by one row, so every adjacent pair still lies in one piece (two counts far
-        # apart, n = 10,000: one column of 5000 entries over 5000 rows took 955 MB at once)
-        piece_rows = np.where(span * counts[nonempty] > budget, np.maximum(2, budget // np.maximum(counts[nonempty], 1)), span)
-        pieces = np.where(span > piece_rows, -(-(span - 1) // np.maximum(piece_rows - 1, 1)), 1)
-        piece_col = np.repeat(np.arange(nonempty.size), pieces)
-        piece_start = first[piece_col] + group_ranks(pieces) * (piece_rows[piece_col] - 1)
-        piece_size = np.minimum(piece_rows[piece_col], first[piece_col] + span[piece_col] - piece_start)
-        work = np.cumsum(piece_size * counts[nonempty[piece_col]])
-        base = np.log(column_weights(self.n, self.alpha))[t.indices] + np.log(t.data)
-        log_alpha = np.log(self.alpha)
-        for part in budget_slices(work, budget):
-            chosen = np.arange(part.start, part.stop)
-            group_piece = np.repeat(chosen, piece_size[chosen])  # one group per (piece, i in it)
-            group_col = piece_col[group_piece]
-            group_i = piece_start[group_piece] + group_ranks(piece_size[chosen])
-            sizes = counts[nonempty[group_col]]
-            entry = t.indptr[nonempty[np.repeat(group_col, sizes)]] + group_ranks(sizes)
-            values = base[entry] + np.abs(np.repeat(group_i, sizes) - t.indices[entry]) * log_alpha
-            starts = np.cumsum(sizes) - sizes
-            peak = np.maximum.reduceat(values, starts)
-            total = np.add.reduceat(np.exp(values - np.repeat(peak, sizes)), starts)
-            yield ColumnLogValues(column=nonempty[group_col], row=group_i, log_value=peak + np.log(total),
-                                  span_head=group_i == first[group_col], span_tail=group_i == first[group_col] + span[group_col] - 1)
+        rows = t.indices.astype(np.int64)
+        columns = np.repeat(np.arange(n + 1), counts)
+        log_weight = np.log(column_weights(n, self.alpha))[rows] + np.log(t.data)
+        from_left, from_right = _column_log_sums(rows, log_weight, counts, log_alpha)
+        # gaps between consecutive entries of a column: e and e + 1
+        gap = np.flatnonzero(columns[1:] == columns[:-1])
+        p, width = rows[gap], rows[gap + 1] - rows[gap]
+        left, right = from_left[gap], from_right[gap + 1]
 
-    def certificate(self, epsilon: float, budget: int = 1 << 20) -> Certificate:
-        """Measure the privacy of ``G T`` in log space over the row spans of T's columns.
+        def log_x(step: np.ndarray) -> np.ndarray:  # ln x[p + step, c] inside the gaps
+            return np.logaddexp(left + step * log_alpha, right + (width - step) * log_alpha)
 
-        Adjacent rows inside a column's span are measured from
-        :meth:`column_log_values` (``budget`` terms at a time); outside it the ratio is
-        exactly alpha (see there). Row sums are measured as ``G (T 1)`` by the kernel
-        recurrences.
-        """
-        n, log_alpha = self.n, float(np.log(self.alpha))
-        # until a larger loss is found: rows 0 and 1 of a non-empty column (every row of G T
-        # alike, loss 0), not of an empty one, whose entries are 0
-        worst, worst_pair = 0.0, (0, 1, int(self.remap.indices.min()) if self.remap.nnz else 0)
-        lowest = np.inf
-        for part in self.column_log_values(budget):
-            # neighbours in the same column (a repeated row where a column is cut differs by 0)
-            same = (part.column[1:] == part.column[:-1]) & (part.row[1:] == part.row[:-1] + 1)
-            loss = np.where(same, np.abs(np.diff(part.log_value)), 0.0)
+        # until a larger loss is found: rows 0 and 1 of a non-empty column (loss 0 there)
+        worst, worst_pair = 0.0, (0, 1, int(columns[0]) if rows.size else 0)
+        for start in (np.zeros_like(width), width - 1):  # the gap's first and last adjacent pair
+            loss = np.abs(log_x(start + 1) - log_x(start))
             if loss.size and loss.max() > worst:
                 k = int(np.argmax(loss))
-                worst, worst_pair = float(loss[k]), (int(part.row[k]), int(part.row[k]) + 1, int(part.column[k]))
-            heads, tails = np.flatnonzero(part.span_head), np.flatnonzero(part.span_tail)
-            lowest = min(lowest, float(part.log_value.min()))
-            # the column's extremes: x[0, c] and x[n, c], alpha^distance beyond its span
-            lowest = min(lowest, float(np.min(part.log_value[heads] + part.row[heads] * log_alpha, initial=np.inf)))
-            lowest = min(lowest, float(np.min(part.log_value[tails] + (n - part.row[tails]) * log_alpha, initial=np.inf)))
-            # a span ending before row 0 or row n meets the geometric tail: ratio exactly alpha
-            for ends, beyond, step in ((heads, part.row[heads] > 0, -1), (tails, part.row[tails] < n, 1)):
-                if beyond.any() and -log_alpha > worst:
-                    end = ends[np.argmax(beyond)]
-                    i, c = int(part.row[end]), int(part.column[end])
-                    worst, worst_pair = -log_alpha, (min(i, i + step), max(i, i + step), c)
-        if np.bincount(self.remap.indices, minlength=n + 1).min() == 0:
+                worst, worst_pair = float(loss[k]), (int(p[k] + start[k]), int(p[k] + start[k]) + 1, int(columns[gap[k]]))
+        first, last = t.indptr[:-1][counts > 0], t.indptr[1:][counts > 0] - 1
+        head_log, tail_log = _entry_log_values(first, from_left, from_right, rows, log_alpha, columns), from_left[last]
+        beyond = np.flatnonzero((rows[first] > 0) | (rows[last] < n))  # a span ending before row 0 or n meets the geometric tail
+        if beyond.size and -log_alpha > worst:
+            k = beyond[0]
+            i = int(rows[first[k]]) - 1 if rows[first[k]] > 0 else int(rows[last[k]])
+            worst, worst_pair = -log_alpha, (i, i + 1, int(columns[first[k]]))
+        lowest = min(float(np.min(head_log + rows[first] * log_alpha, initial=np.inf)),
+                     float(np.min(tail_log + (n - rows[last]) * log_alpha, initial=np.inf)))
+        if gap.size:
+            centre = np.clip(0.5 * width + (right - left) / (2.0 * log_alpha), 0, width)
+            lowest = min(lowest, float(np.min(np.minimum(log_x(np.floor(centre)), log_x(np.ceil(centre))))))
+        if np.any(counts == 0):
             lowest = -np.inf  # an empty column of T is a zero column of x
         weights = column_weights(n, self.alpha) * np.asarray(self.remap.sum(axis=1)).ravel()
         row_sums = kernel_moments(weights, self.alpha, 0).total
@@ -329,4 +293,38 @@ class FactoredMechanism:
             span = slice(t.indptr[r], t.indptr[r + 1])
             out[where] = t.indices[span][exact_choice(t.data[span], int(where.sum()), source)]
         return out
+
+
+def _column_log_sums(rows: np.ndarray, log_weight: np.ndarray, counts: np.ndarray, log_alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """For the entries of T in CSC order (rows ascending in each column), with
+    ``w = g_r T[r, c]`` (``log_weight``): ``ln sum`` of the column's w over rows <= r, each
+    times ``alpha^(r - r')``, and the same over rows >= r.
+
+    Two recurrences, ``A_m = logaddexp(A_(m-1) + (r_m - r_(m-1)) ln alpha, ln w_m)`` and its
+    mirror, run in lockstep over every column: one vectorised step per position in a
+    column, so max(counts) steps in all.
+    """
+    from_left, from_right = log_weight.copy(), log_weight.copy()
+    rank = group_ranks(counts)  # position of each entry in its column
+    size = np.repeat(counts, counts)
+    by_rank = np.argsort(rank, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(rank, minlength=int(counts.max(initial=0))))])
+    for m in range(1, bounds.size - 1):
+        e = by_rank[bounds[m] : bounds[m + 1]]
+        from_left[e] = np.logaddexp(from_left[e - 1] + (rows[e] - rows[e - 1]) * log_alpha, log_weight[e])
+    from_end = size - 1 - rank
+    by_end = np.argsort(from_end, kind="stable")
+    for m in range(1, bounds.size - 1):
+        e = by_end[bounds[m] : bounds[m + 1]]
+        from_right[e] = np.logaddexp(from_right[e + 1] + (rows[e + 1] - rows[e]) * log_alpha, log_weight[e])
+    return from_left, from_right
+
+
+def _entry_log_values(entries: np.ndarray, from_left: np.ndarray, from_right: np.ndarray, rows: np.ndarray, log_alpha: float,
+                      columns: np.ndarray) -> np.ndarray:
+    """``ln x[r, c]`` at the given entries: their left sums plus what lies strictly to their right."""
+    following = np.minimum(entries + 1, rows.size - 1)
+    has_next = (entries + 1 < rows.size) & (columns[following] == columns[entries])
+    beyond = np.where(has_next, from_right[following] + (rows[following] - rows[entries]) * log_alpha, -np.inf)
+    return np.logaddexp(from_left[entries], beyond)
 
