@@ -72,9 +72,6 @@ INF = highspy.kHighsInf
 #: 0.999 4.8 against 3.5 s, alpha = 0.99 1.7 against 5.3 s, alpha = 0.9 0.37 against 7.5 s
 #: (n = 5000, alpha = 0.999: HiGHS's default 1.4 s, primal simplex 2.5 s, dual 1.3 s).
 HIGHS_FLOW_OPTIONS = {**SOLVER_OPTIONS["HIGHS"], "solver": "simplex", "simplex_strategy": 1}
-#: Values below this are dropped when the flows are decomposed (they are far below any
-#: entry that can move a loss by 1e-15).
-NEGLIGIBLE = 1e-300
 
 
 @dataclass(frozen=True)
@@ -304,12 +301,15 @@ def remap_from_flows(alpha: float, supply: np.ndarray, right: np.ndarray, left: 
         ``left[0] = 0``): value leaving j towards j-1. Value arrives times alpha.
 
     Opposite flows on an edge are cancelled first (each node keeps the difference, which
-    only raises what outputs keep), so every edge carries value one way. Each node then
-    forwards the front of one queue of (origin, value) pairs and keeps the rest (its own
-    count at the back), so at most one pair per node is split: T has at most about
-    ``2n + 1`` non-zeros. Value ``u`` of origin r kept at node i is the mass
-    ``u / (g_r alpha^|i - r|)`` of row r; a row's masses sum to one when all its value is
-    routed, up to rounding, and :meth:`FactoredMechanism.from_remap` renormalises.
+    only raises what outputs keep), so every edge carries value one way. Value travels as
+    one stream a direction: each node puts its count behind what arrives, keeps the back
+    of the stream (what it does not send on) and lets the front go on, so at most one
+    piece per node is split: T has at most about ``2n + 1`` non-zeros. A piece is held as
+    (origin r, its share of g_r): its value at node i is that times ``alpha^|i - r|``,
+    which is read only to cut the stream, and its mass in row r is the share over g_r,
+    so nothing is rescaled as the stream moves (the whole decomposition is O(n + pieces),
+    and no piece underflows however far it travels). A row's masses sum to one up to
+    rounding, and :meth:`FactoredMechanism.from_remap` renormalises.
     """
     size = supply.size
     n = size - 1
@@ -318,51 +318,45 @@ def remap_from_flows(alpha: float, supply: np.ndarray, right: np.ndarray, left: 
     both = np.minimum(right[:n], left[1:])
     right[:n] -= both
     left[1:] -= both
-    kept: list[deque[list[float]]] = [deque([[j, float(supply[j])]]) for j in range(size)]
+    log_alpha = float(np.log(alpha))
+    kept: list[list[list[float]]] = [[[j, float(supply[j])]] for j in range(size)]
     for order, flow in ((range(size), right), (range(size - 1, -1, -1), left)):
-        arrived: deque[list[float]] = deque()  # what the previous node of the sweep sent
+        stream: deque[list[float]] = deque()  # pieces in transit, the farthest origin at the front
+        carried = 0.0  # the stream's value at the current node
         for j in order:
-            if flow[j] > 0:
-                arrived.extend(kept[j])  # own count (and anything kept) behind what arrived
-                kept[j] = arrived
-                arrived = deque([origin, value * alpha] for origin, value in _take(arrived, float(flow[j])))
-            else:
-                kept[j].extend(arrived)
-                arrived = deque()
-    return _masses(kept, supply, alpha)
+            if flow[j] <= 0.0:
+                kept[j].extend(stream)  # everything that arrived stays here
+                stream, carried = deque(), 0.0
+                continue
+            for piece in kept[j]:
+                carried += piece[1] * np.exp(abs(j - piece[0]) * log_alpha)
+            stream.extend(kept[j])
+            stays = max(carried - float(flow[j]), 0.0)
+            kept[j] = _keep_back(stream, stays, j, log_alpha)
+            carried = (carried - stays) * alpha  # what arrives at the next node
+    return _masses(kept, supply)
 
 
-def _take(queue: deque[list[float]], amount: float) -> list[list[float]]:
-    """Remove ``amount`` of value from the front of ``queue`` (splitting one pair at most)."""
+def _keep_back(stream: deque[list[float]], amount: float, node: int, log_alpha: float) -> list[list[float]]:
+    """Take ``amount`` of value (at ``node``) off the back of ``stream`` (splitting one piece at most)."""
     out = []
-    while amount > NEGLIGIBLE and queue:
-        origin, value = queue[0]
+    while amount > 0.0 and stream:
+        origin, share = stream[-1]
+        value = share * float(np.exp(abs(node - origin) * log_alpha))
         if value <= amount:
-            out.append([origin, value])
+            out.append(stream.pop())
             amount -= value
-            queue.popleft()
         else:
-            out.append([origin, amount])
-            queue[0][1] = value - amount
+            part = share * (amount / value)
+            out.append([origin, part])
+            stream[-1][1] = share - part
             amount = 0.0
     return out
 
 
-def _masses(kept: list[deque[list[float]]], supply: np.ndarray, alpha: float) -> sparse.csr_array:
-    origins, outputs, values = [], [], []
-    for j, queue in enumerate(kept):
-        for origin, value in queue:
-            if value > NEGLIGIBLE:
-                origins.append(int(origin))
-                outputs.append(j)
-                values.append(value)
+def _masses(kept: list[list[list[float]]], supply: np.ndarray) -> sparse.csr_array:
+    pieces = [(origin, j, share) for j, held in enumerate(kept) for origin, share in held if share > 0.0]
+    origins, outputs, shares = (np.array(column) for column in zip(*pieces))
     size = supply.size
-    # a count whose every piece travelled so far that its value underflowed keeps its own
-    # output instead: what the flow gave it elsewhere was worth < NEGLIGIBLE there
-    lost = np.setdiff1d(np.arange(size), origins)
-    origins = np.concatenate([np.array(origins, dtype=int), lost])
-    outputs = np.concatenate([np.array(outputs, dtype=int), lost])
-    values = np.concatenate([np.array(values, dtype=float), supply[lost]])
-    log_worth = np.log(supply[origins]) + np.abs(outputs - origins) * np.log(alpha)
-    masses = np.exp(np.log(values) - log_worth)
-    return sparse.csr_array((masses, (origins, outputs)), shape=(size, size))  # duplicates are summed
+    masses = shares / supply[origins.astype(int)]
+    return sparse.csr_array((masses, (origins.astype(int), outputs.astype(int))), shape=(size, size))  # duplicates are summed
