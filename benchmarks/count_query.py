@@ -72,6 +72,7 @@ SIDE_SHAPES: dict[str, Callable[[int], Any]] = {
     "evens": lambda n: list(range(0, n + 1, 2)),
     "lower_half": lambda n: {"lower": 0, "upper": n // 2},
     "two_points": lambda n: [n // 4, 3 * n // 4],
+    "three_points": lambda n: [n // 300, n // 150, 29 * n // 30],  # far apart: value travels a long way (zero-one)
     "random10": lambda n: sorted(np.random.default_rng(0).choice(n + 1, size=(n + 1) // 10, replace=False).tolist()),
     "both_ends": lambda n: list(range(0, n // 10 + 1)) + list(range(n - n // 10, n + 1)),
     "middle_gap": lambda n: list(range(n // 10, 2 * n // 5)) + list(range(3 * n // 5, 9 * n // 10)),
