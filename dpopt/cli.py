@@ -31,7 +31,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 
 from dpopt.export import check_export_path
 from dpopt.problem_files import load_problem
-from dpopt.registry import compare_outcomes, compare_plan, solve
+from dpopt.registry import compare_outcomes, compare_plan, float_only, solve
 from dpopt.solution import DATA_KINDS
 from dpopt.problems.calibration import ROUNDED_MECHANISMS
 from dpopt.limits import MAX_RELEASES, MAX_TIMEOUT
@@ -216,20 +216,16 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.seed is not None and args.seed < 0:
         raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
     true_value = _true_value(problem, args.true_value)
+    floating = [] if args.float_path else float_only(problem, args.method)
+    if floating:  # refused before any solving
+        raise _float_refusal(problem, ", ".join(floating), several=len(floating) > 1)
     solution = _certified(solve(problem, args.method, solver=args.solver))
     try:
         releases = solution.sample(true_value, count, rng=args.seed, secure=args.secure, exact=not args.float_path)
     except InvalidParameterError as error:
         if error.parameter != "exact":
             raise
-        # name the flag a command-line user can give, not the API's keyword
-        grid = ""
-        if hasattr(problem, "release_grid"):
-            grid = " (or declare release_grid in the problem file: exact releases on that grid)"
-        elif getattr(problem, "mechanism", None) in ROUNDED_MECHANISMS:
-            grid = " (or declare grid in the problem file: exact releases rounded to that grid)"
-        raise InvalidParameterError("--float", "dpopt sample", f"given to draw from {solution.method}, which has no exact "
-                                    f"sampler: its floating-point draws are for simulation studies, not releases{grid}", False) from None
+        raise _float_refusal(problem, solution.method) from None
     summary = solution.summary()
     return [
         {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate", "sampler")}
@@ -241,6 +237,19 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
             "releases": releases.tolist(),
         }
     ]
+
+
+def _float_refusal(problem: Any, method: str, *, several: bool = False) -> InvalidParameterError:
+    """A release from a float-only sampler, refused naming the flag a command-line user can give
+    (not the API's ``exact`` keyword) and the grid that would make it exact."""
+    grid = ""
+    if hasattr(problem, "release_grid"):
+        grid = " (or declare release_grid in the problem file: exact releases on that grid)"
+    elif getattr(problem, "mechanism", None) in ROUNDED_MECHANISMS:
+        grid = " (or declare grid in the problem file: exact releases rounded to that grid)"
+    which = "none of which has an exact sampler: their" if several else "which has no exact sampler: its"
+    return InvalidParameterError("--float", "dpopt sample", f"given to draw from {method}, {which} floating-point draws are "
+                                 f"for simulation studies, not releases{grid}", False)
 
 
 def _solve_with_timeout(problem: Any, args: argparse.Namespace, export: str | None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Protocol
 from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import InvalidParameterError, fail
 
-__all__ = ["Method", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_outcomes", "compare_plan", "compare_table", "price_of_closed_form", "REGISTRY"]
+__all__ = ["Method", "float_only", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_outcomes", "compare_plan", "compare_table", "price_of_closed_form", "REGISTRY"]
 
 
 class Problem(Protocol):
@@ -50,6 +50,11 @@ class Method:
     requires : str
         What ``applies`` asks of a problem, in words (``"privacy = 'neighbours'"``): what
         :func:`solve` tells the user when no method applies. Default: the summary.
+    releases : callable
+        ``releases(problem) -> bool``: whether the solution it returns for ``problem`` has an
+        exact sampler (``Solution.sampler_description`` starting "exact"), so a release
+        can be refused before solving when no method that would run has one
+        (:func:`float_only`). Default: always.
     auto_fallback : bool
         Picked by ``auto`` when no exact method applies (a kind whose problem has
         no tractable exact optimum in general, e.g. the non-convex d_X problem (6)).
@@ -71,6 +76,7 @@ class Method:
     memory: Callable[[Any], tuple[float, str]] = lambda problem: _NO_ESTIMATE
     exact_when: Callable[[Any], bool] = lambda problem: True
     requires: str = ""
+    releases: Callable[[Any], bool] = lambda problem: True
 
     def is_exact(self, problem: Any) -> bool:
         """Whether this method returns the optimum of ``problem`` (else an upper bound)."""
@@ -122,6 +128,7 @@ def register(
     memory: Callable[[Any], tuple[float, str]] | None = None,
     exact_when: Callable[[Any], bool] = _always,
     requires: str = "",
+    releases: Callable[[Any], bool] = _always,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``run(problem, solver, repair)`` as method ``name`` of ``kind``."""
 
@@ -131,7 +138,7 @@ def register(
             raise ValueError(f"method {name!r} of {kind} is registered twice")
         estimate = memory if memory is not None else (lambda problem: _NO_ESTIMATE)
         methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary, auto_fallback, estimate, exact_when,
-                               requires)
+                               requires, releases)
         return run
 
     return decorate
@@ -188,6 +195,14 @@ def _pick(problem: Problem, method: Any) -> list[Method]:
                        f"{method!r} does not{why}", method)
         raise fail("method", problem.kind, "one of " + ", ".join(names) + " (that applies to this problem)", method)
     return [by_name[method]]
+
+
+def float_only(problem: Problem, method: str = "auto") -> list[str]:
+    """The methods ``solve(problem, method)`` could run, if none of them returns a mechanism with
+    an exact sampler (so a release can be refused before any solving); else ``[]``. Bad
+    ``method`` names are refused as :func:`solve` refuses them."""
+    order = _pick(problem, method)
+    return [] if any(m.releases(problem) for m in order) else [m.name for m in order]
 
 
 def _check_solver(problem: Problem, chosen: Method, solver: Any) -> None:

@@ -280,3 +280,19 @@ def test_sample_without_an_exact_sampler_names_the_float_flag(capsys, tmp_path):
     assert code == 2 and out == "" and err.count("\n") == 1 and "--float" in err and "release_grid" in err
     code, out, err = run(capsys, "sample", problem, "--true-value", "1", "--count", "2", "--seed", "1", "--float")
     assert code == 0 and err == "" and len(json.loads(out)["releases"]) == 2
+
+
+def test_a_float_only_release_is_refused_before_any_solving(capsys, monkeypatch):
+    # every method auto could run has only the floating-point sampler: nothing is solved
+    import dpopt.cli
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("solved before refusing")
+
+    monkeypatch.setattr(dpopt.cli, "solve", no_solve)
+    code, out, err = run(capsys, "sample", str(PROBLEMS / "dx_example1.toml"), "--count", "2", "--seed", "1")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--float" in err and "draw from alternating, which has no exact sampler" in err and "release_grid" in err
+    code, out, err = run(capsys, "sample", str(PROBLEMS / "calibration_gaussian_analytic.toml"), "--true-value", "3", "--count", "2",
+                         "--method", "closed_form")
+    assert code == 2 and "draw from closed_form" in err and "release_grid" not in err

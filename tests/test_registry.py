@@ -1,5 +1,7 @@
 """Contract tests over the whole registry: every registered method is checked the moment it exists."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -157,3 +159,36 @@ def test_auto_passes_over_exact_methods_that_cannot_fit_before_any_work():
     assert [entry.split(":")[0] for entry in solution.details["auto_fallbacks"]] == ["closed_form", "lp"]
     with pytest.raises(dpopt.InvalidParameterError, match="memory limit"):
         dpopt.solve(problem, "closed_form")
+
+
+def _releasing_problems():
+    """Problems of every kind whose release may be float-only, with and without the grid that makes it exact."""
+    from dpopt.problem_files import problem_from_dict
+    from dpopt.problems.calibration import CALIBRATED_MECHANISMS, GRID_MECHANISMS, ROUNDED_MECHANISMS
+
+    for mechanism, (needs_delta, needs_p, needs_bounds, _) in CALIBRATED_MECHANISMS.items():
+        fields = {"kind": "calibration", "mechanism": mechanism, "epsilon": 0.5}
+        fields |= {"delta": 1e-5} if needs_delta else {}
+        fields |= {"p": 2} if needs_p else {}
+        fields |= {"lower": 0.0, "upper": 5.0} if needs_bounds else {}
+        yield problem_from_dict(fields)
+        if mechanism in ROUNDED_MECHANISMS or mechanism in GRID_MECHANISMS:
+            yield problem_from_dict(fields | {"grid": 0.5})
+    small_set = {"kind": "noise_adding", "neighbouring_set": [[0, 1], [3, 4]], "epsilon": 1.0, "cost": "absolute", "grid": 4, "window": 4}
+    yield problem_from_dict(small_set)
+    yield problem_from_dict(small_set | {"release_grid": 0.01})
+    yield load_problem(PROBLEMS / "noise_adding_staircase.toml")
+    for name in ("statistical_marginal.toml", "dx_example1.toml"):
+        problem = load_problem(PROBLEMS / name)
+        yield problem
+        yield dataclasses.replace(problem, release_grid=0.5)
+    yield load_problem(PROBLEMS / "dx_smalldb.toml")
+
+
+@pytest.mark.parametrize("problem", list(_releasing_problems()), ids=lambda p: p.kind)
+def test_what_a_method_declares_about_releases_is_what_its_solution_samples(problem):
+    # Method.releases lets `dpopt sample` refuse a float-only release before solving: it must
+    # agree with the solution each method actually returns
+    for method in methods_for(problem):
+        solution = dpopt.solve(problem, method.name)
+        assert method.releases(problem) == solution.sampler_description.startswith("exact"), (problem, method.name)

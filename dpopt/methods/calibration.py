@@ -181,7 +181,13 @@ def _rounded(problem: Calibration, mech: Any, params: dict[str, Any], cert: Cert
     return (lambda true_value, count, source: noise.grid_release(true_value, g, count, source)), params, cert, GRID_SAMPLER
 
 
-@register(KIND, "closed_form", exact=True, uses_solver=False, cost=lambda p: 1.0, summary="the mechanism's own calibration formula")
+def _releases_exactly(problem: Calibration) -> bool:
+    """Whether :func:`solve_closed_form` hands back an exact sampler for ``problem``."""
+    return _sampling(problem.mechanism) is not None or (problem.grid is not None and problem.mechanism in ROUNDED_MECHANISMS)
+
+
+@register(KIND, "closed_form", exact=True, uses_solver=False, cost=lambda p: 1.0, releases=_releases_exactly,
+          summary="the mechanism's own calibration formula")
 def solve_closed_form(problem: Calibration, solver: str | None, repair: bool) -> Solution:
     mech, params, cert = calibrated_mechanism(problem)
     rounded, sampling = None, _sampling(problem.mechanism)

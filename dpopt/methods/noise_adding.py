@@ -150,6 +150,11 @@ def _real(problem: Any) -> bool:
     return isinstance(problem, NeighbouringSetNoise)
 
 
+def _releases_exactly(problem: Any) -> bool:
+    """Integer noise is drawn exactly; a real density exactly only on a declared ``release_grid``."""
+    return _integer(problem) or problem.release_grid is not None
+
+
 def _lp_cost(problem: Any) -> float:
     return float(problem.window * problem.sensitivity) ** 2 if _integer(problem) else float(problem.grid * problem.window) ** 2
 
@@ -162,7 +167,7 @@ def _lp_applies(problem: Any) -> bool:
     return _integer(problem) or problem.epsilon <= MAX_COEFFICIENT_EXPONENT
 
 
-@register(KIND, "lp", exact=True, exact_when=_integer, applies=_lp_applies, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
+@register(KIND, "lp", exact=True, exact_when=_integer, applies=_lp_applies, releases=_releases_exactly, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
           requires=f"for a neighbouring set, epsilon <= {MAX_COEFFICIENT_EXPONENT:g} (e^epsilon is an entry of the grid LP's "
                    "matrix, and HiGHS refuses entries above 1e15)",
           summary="window LP with periodic geometric tails (a neighbouring set: the grid LP, an upper bound)")
@@ -186,6 +191,7 @@ def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:
 
 
 @register(KIND, "staircase", exact=True, exact_when=lambda p: _integer(p) or p.is_interval, uses_solver=False, cost=lambda p: 1.0,
+          releases=_releases_exactly,
           summary="staircase, Delta = max V (Geng-Viswanath; the discrete one with the best r for an integer query)")
 def solve_staircase(problem: Any, solver: str | None, repair: bool) -> Solution:
     if _real(problem):
@@ -265,14 +271,14 @@ def _real_solution(problem: NeighbouringSetNoise, noise: PiecewiseNoise, method:
     )
 
 
-@register(KIND, "privacy_first", exact=False, applies=_real, uses_solver=False, cost=lambda p: 2.0,
+@register(KIND, "privacy_first", exact=False, applies=_real, uses_solver=False, cost=lambda p: 2.0, releases=_releases_exactly,
           summary="Wu-Xia-He Theorem 2: rings of the i-fold sums of V U -V (eps-DP by Corollary 1)")
 def solve_privacy_first(problem: NeighbouringSetNoise, solver: str | None, repair: bool) -> Solution:
     noise, converged = ring_noise(problem.neighbouring_set, problem.epsilon, 0.0)
     return _real_solution(problem, noise, "privacy_first", delta=0.0, converged_at=converged)
 
 
-@register(KIND, "compositional", exact=False, applies=_real, uses_solver=False, cost=lambda p: 2.0,
+@register(KIND, "compositional", exact=False, applies=_real, uses_solver=False, cost=lambda p: 2.0, releases=_releases_exactly,
           summary="Wu-Xia-He Theorem 3: the rings widened by delta (one delta for every dataset)")
 def solve_compositional(problem: NeighbouringSetNoise, solver: str | None, repair: bool) -> Solution:
     noise, converged = ring_noise(problem.neighbouring_set, problem.epsilon, problem.delta)

@@ -106,7 +106,12 @@ def statistical_solution(problem: StatisticalQuery, scales: np.ndarray, mapped: 
     )
 
 
-@register(KIND, "exact", exact=True, uses_solver=False, cost=lambda p: 2.0 * _size(p),
+def _on_grid(problem: StatisticalQuery) -> bool:
+    """Releases are exact only on a declared ``release_grid`` (else the float Laplace sampler)."""
+    return problem.release_grid is not None
+
+
+@register(KIND, "exact", exact=True, uses_solver=False, cost=lambda p: 2.0 * _size(p), releases=_on_grid,
           summary="problem (14) per attribute at its global optimum (envelope breakpoints); with an additive budget "
                   "also the optimum of (13)")
 def solve_exact(problem: StatisticalQuery, solver: str | None, repair: bool) -> Solution:
@@ -142,7 +147,7 @@ def _towards_zero(u: np.ndarray, distances: np.ndarray, n: int) -> AttributeScal
     return AttributeScale(u, (w - centre) / c + centre / c, c, error + c, limit)
 
 
-@register(KIND, "laplace", exact=False, uses_solver=False, cost=lambda p: _size(p),
+@register(KIND, "laplace", exact=False, uses_solver=False, cost=lambda p: _size(p), releases=_on_grid,
           summary="identity map, c_i = max |u - v| / (n d_i(u, v)) per attribute (Theorem 10 without pre-processing)")
 def solve_laplace(problem: StatisticalQuery, solver: str | None, repair: bool) -> Solution:
     scales = []
