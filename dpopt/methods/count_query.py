@@ -204,7 +204,7 @@ def solve_factored(problem: CountQuery, solver: str | None, repair: bool) -> Sol
         result.row_losses,
         method="factored",
         exact=closed,
-        solver="HIGHS",
+        solver=result.solver,
         status="optimal" if closed else "gap_above_tolerance",
         objective=result.upper_bound,
         details={
@@ -269,7 +269,7 @@ def _read_factored(problem: CountQuery, stored: StoredSolution, fields: dict[str
         raise stored.fail(f"its remap is not row-stochastic (row {int(np.argmax(np.abs(sums - 1)))} sums to {sums[np.argmax(np.abs(sums - 1))]:.6g})")
     mechanism = FactoredMechanism(n=problem.n, alpha=problem.alpha, remap=remap)
     support = np.array(problem.support)
-    losses = mechanism.row_losses(problem.loss_rows, support)
+    losses = mechanism.expected_losses(problem.loss_name, problem.loss_rows, support)  # as the solve measured them
     objective = float(losses.max())
     return Solution(
         problem=problem, exact=True, seconds=0.0, objective=objective, certificate=mechanism.certificate(problem.epsilon),

@@ -138,3 +138,13 @@ def test_factored_at_very_large_epsilon(epsilon, loss):
     assert factored.certificate.ok and lp.certificate.ok
     assert 0 <= factored.objective <= lp.objective + 1e-13
     assert factored.details["lower_bound"] <= factored.objective
+
+
+def test_a_factored_solution_names_the_solvers_that_ran():
+    # the zero-one sweep and the closed forms run no solver; column generation's masters do
+    from dpopt.programs.column_generation.result import solvers_of
+
+    assert dpopt.solve(dpopt.CountQuery(n=300, alpha=0.99, loss="zero_one"), "factored").solver == "none"  # the sweep
+    assert dpopt.solve(dpopt.CountQuery(n=300, alpha=0.5, loss="zero_one"), "factored").solver == "none"  # identity certificate
+    assert "HIGHS" in dpopt.solve(dpopt.CountQuery(n=60, alpha=0.9, loss="absolute"), "factored").solver.split("+")
+    assert solvers_of(["none", "HIGHS", "CLARABEL+HIGHS"]) == "CLARABEL+HIGHS" and solvers_of([]) == "none"

@@ -47,7 +47,7 @@ def _closed_form_result(problem: CountQuery, remap: sparse.csr_array, lower: flo
         return None
     return ColumnGenerationResult(mechanism=mechanism, lower_bound=lower, upper_bound=upper, rounds=0,
                                   columns=int(remap.nnz) if columns is None else columns, master_objective=upper,
-                                  row_losses=losses, seconds=time.perf_counter() - start, history=[], route=route)
+                                  row_losses=losses, seconds=time.perf_counter() - start, history=[], route=route, solver="none")
 
 
 def identity_certificate(problem: CountQuery, *, tolerance: float = 1e-10) -> ColumnGenerationResult | None:
@@ -186,7 +186,8 @@ def solve_zero_one_by_flow(problem: CountQuery, *, tolerance: float = 1e-10) -> 
     """
     start = time.perf_counter()
     alpha = problem.alpha
-    flow = solve_flow_by_sweep(problem) or solve_flow_program(problem)
+    swept = solve_flow_by_sweep(problem)
+    flow = swept or solve_flow_program(problem)
     remap = remap_from_flows(alpha, flow.supply, flow.right, flow.left)
     mechanism, losses = evaluated(problem, remap)
     upper = float(losses.max())
@@ -195,5 +196,5 @@ def solve_zero_one_by_flow(problem: CountQuery, *, tolerance: float = 1e-10) -> 
                                     columns=int(mechanism.remap.nnz), master_objective=1.0 - flow.value * (1 - alpha) / (1 + alpha),
                                     row_losses=losses, seconds=time.perf_counter() - start,
                                     history=[{"round": 1, "columns": int(mechanism.remap.nnz), "master": upper, "lower": lower}],
-                                    route="zero-one flow")
+                                    route="zero-one flow", solver="HIGHS" if swept is None else "none")
     return result, upper - lower <= tolerance * abs(upper) + ABSOLUTE_GAP

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,9 @@ class ColumnGenerationResult:
     multipliers : numpy.ndarray or None
         Column generation's multipliers on S (length n + 1, zero off S, summing to 1)
         whose Lagrangian bound is ``lower_bound``; None from the other routes.
+    solver : str
+        What solved its programs: ``"HIGHS"``, ``"CLARABEL+HIGHS"`` (interior masters), or
+        ``"none"`` (a closed form, or the zero-one flow solved by its sweep).
     """
 
     mechanism: FactoredMechanism
@@ -53,6 +57,7 @@ class ColumnGenerationResult:
     master_failure: str = ""
     route: str = "column generation"
     multipliers: np.ndarray | None = None
+    solver: str = "HIGHS"
 
     @property
     def gap(self) -> float:
@@ -77,3 +82,10 @@ def evaluated(problem: CountQuery, remap: sparse.csr_array) -> tuple[FactoredMec
     at n = 10,000 the dense sums took 1.3 s an evaluation, up to half of a whole run)."""
     mechanism = FactoredMechanism.from_remap(problem.n, problem.alpha, remap)
     return mechanism, mechanism.expected_losses(problem.loss_name, problem.loss_rows, np.asarray(problem.support))
+
+
+def solvers_of(names: Iterable[object]) -> str:
+    """Solver labels (``"HIGHS"``, ``"CLARABEL+HIGHS"``, ``"none"``) combined into one: each named
+    once, sorted, joined by "+"; ``"none"`` if none solved anything."""
+    return "+".join(sorted({part for name in names for part in str(name).split("+")} - {"none"})) or "none"
+

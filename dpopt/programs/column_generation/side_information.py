@@ -95,7 +95,7 @@ from dpopt.mechanisms.geometric import column_weights
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.column_generation.forms import noise_scale
 from dpopt.programs.column_generation.pricing import price_columns
-from dpopt.programs.column_generation.result import ABSOLUTE_GAP, ColumnGenerationResult, evaluated
+from dpopt.programs.column_generation.result import ABSOLUTE_GAP, ColumnGenerationResult, evaluated, solvers_of
 from dpopt.validation import SolverError
 
 #: Losses for which moving an output into [min S, max S] never raises any loss on S
@@ -382,6 +382,7 @@ def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scal
             mechanism=mechanism, lower_bound=lower, upper_bound=upper, rounds=sum(r.rounds for r in results),
             columns=int(mechanism.remap.nnz), master_objective=upper, row_losses=losses, seconds=time.perf_counter() - start,
             history=history, route=f"{len(parts)} clusters of S solved apart ({results[0].route}, ...)",
+            solver=solvers_of(r.solver for r in results),
         )
     initial = bridge_columns(problem, parts, joined)
     mixed = mixed_multipliers(problem, [result.multipliers for result in results])
@@ -401,4 +402,5 @@ def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scal
         return None
     return dataclasses.replace(bridged, seconds=time.perf_counter() - start, history=history + bridged.history,
                                rounds=bridged.rounds + sum(r.rounds for r in results),
-                               route=f"{len(parts)} clusters of S solved apart and bridged ({bridged.route})")
+                               route=f"{len(parts)} clusters of S solved apart and bridged ({bridged.route})",
+                               solver=solvers_of([bridged.solver, *(r.solver for r in results)]))

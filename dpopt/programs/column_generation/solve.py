@@ -186,7 +186,7 @@ from dpopt.programs.column_generation.forms import form_for
 from dpopt.programs.column_generation.game import game_applies, game_columns
 from dpopt.programs.column_generation.master import Master, normalised_multipliers
 from dpopt.programs.column_generation.pricing import Pricing, price_columns
-from dpopt.programs.column_generation.result import ABSOLUTE_GAP, ColumnGenerationResult, evaluated
+from dpopt.programs.column_generation.result import ABSOLUTE_GAP, ColumnGenerationResult, evaluated, solvers_of
 from dpopt.programs.column_generation.side_information import embedded_result, hull_problem, solve_by_clusters
 from dpopt.programs.column_generation.starts import SIDE_NEIGHBOURS, coarse_start, extended_basis, extension_plan, side_neighbours
 from dpopt.validation import SolverError, check_int, check_real
@@ -460,7 +460,8 @@ def solve_by_column_generation(
                 pricing = price(duals)
                 if solved_by == "predicted dual" and not refactored:
                     refactored, strategy = True, "refactored dual"
-        record = {"round": round_number, "columns": master.t_rows.size, "master": objective, "lower": best_lower}
+        record = {"round": round_number, "columns": master.t_rows.size, "master": objective, "lower": best_lower,
+                  "solver": "CLARABEL" if solved_by == "interior" else "HIGHS"}
         history.append(record)
         if progress is not None:
             progress(record)
@@ -508,4 +509,5 @@ def solve_by_column_generation(
         history=history,
         master_failure=failure,
         multipliers=best_multipliers,
+        solver=solvers_of(record["solver"] for record in history),
     )
