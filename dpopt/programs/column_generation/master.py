@@ -107,13 +107,6 @@ INTERIOR_DROP = 1e-13
 MAX_OBJECTIVE_SCALE = 1e6
 
 
-#: Largest n whose first master, when primal simplex stalls, goes on with the dual simplex
-#: warm from where primal stopped. At n = 50,000 (absolute loss, alpha = 0.5; 250,004
-#: columns, 200,004 rows) that warm dual simplex crashed the process inside HiGHS
-#: (highspy 1.16.0, segmentation fault); n = 20,000 and 30,000 never needed it.
-WARM_DUAL_MAX_N = 30_000
-
-
 @dataclass(frozen=True)
 class ExtendedBasis:
     """A predicted optimal basis of the master at n: basic remap entries and slack loss rows."""
@@ -441,13 +434,12 @@ class Master:
         attempts = [(strategy, True)] + [(other, False) for other in ("ipm", "unscaled ipm", "dual") if other != strategy]
         if strategy == "primal":
             # Primal simplex occasionally stalls on this degenerate LP (tens of thousands
-            # of pivots after adding a few hundred columns); the dual simplex, warm from
-            # where it stopped, then finishes in far fewer. Not above WARM_DUAL_MAX_N: at
-            # n = 50,000 that warm dual simplex ended the process (segmentation fault in
-            # highspy 1.16), so there the stalled primal goes on to the interior point.
+            # of pivots after adding a few hundred columns): it is stopped and the interior
+            # point goes on from scratch. The dual simplex warm from where primal stopped
+            # finished in fewer pivots, but in highspy 1.16.0 it ended the process with a
+            # segmentation fault (absolute loss, alpha = 0.1, n = 3000, and alpha = 0.5,
+            # n = 50,000), even from the same basis factorised afresh.
             self.h.setOptionValue("simplex_iteration_limit", 3 * self.form.n + 2000)
-            if self.form.n <= WARM_DUAL_MAX_N:
-                attempts.insert(1, ("dual", True))
         for attempt, warm in attempts:
             self._configure(attempt)
             if attempt != "primal":

@@ -190,8 +190,19 @@ def test_the_folded_route_and_the_unfolded_one_certify_the_same_optimum_on_a_mid
 
 @pytest.mark.slow
 def test_n_50000_does_not_crash_inside_highs():
-    """n = 50,000, absolute loss, alpha = 0.5: the first master's primal simplex stalls, and the
+    """n = 50,000, absolute loss, alpha = 0.5: the first master's primal simplex stalled, and the
     dual simplex warm from where it stopped ended the process with a segmentation fault inside
-    HiGHS (highspy 1.16.0). Above WARM_DUAL_MAX_N the interior point takes over (160 s, 0.6 GB)."""
+    HiGHS (highspy 1.16.0). The first master is now Clarabel's (forms.INTERIOR_FROM_N)."""
     solution = dpopt.solve(dpopt.CountQuery(n=50_000, alpha=0.5), "factored")
     assert solution.certificate.ok and solution.objective == pytest.approx(2 * 0.5 / (1 - 0.25), rel=1e-8)
+
+
+def test_a_stalled_primal_master_goes_on_without_the_warm_dual_simplex(monkeypatch):
+    """n = 3000, absolute loss, alpha = 0.1, first master forced to primal simplex: it stalls at
+    its iteration limit, and the dual simplex warm from there ended the process with a
+    segmentation fault inside HiGHS (highspy 1.16.0). The interior point goes on instead."""
+    monkeypatch.setattr(forms._ChainForm, "first_strategy", lambda self, coarse_started=False: "primal")
+    problem = dpopt.CountQuery(n=3000, alpha=0.1, loss="absolute")
+    result = solve_by_column_generation(problem, closed_forms=False)
+    assert result.within(1e-10) and result.upper_bound == pytest.approx(2 * 0.1 / (1 - 0.01), rel=1e-9)
+
