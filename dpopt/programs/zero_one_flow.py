@@ -31,14 +31,17 @@ largest flow at every edge is best for every node after it, and v is feasible if
 concave piecewise-linear function of v, linear on each piece as ``sum_j c_j (g_j - d_j)``
 with ``c_j = dF_n/dg_j`` (a product of slopes in {alpha, 1, 1/alpha}). Newton's step
 ``v <- sum_j c_j g_j / sum_(j in S) c_j`` therefore never lands below the optimum and
-descends onto it in finitely many pieces; at the optimum the same ``c_j`` are the duals:
+descends onto it in finitely many pieces (in exact arithmetic; on pieces of slope ~alpha^-n
+rounding stalls it, and a bracket [feasible, infeasible] falls back to bisection, as it
+does where a step would shrink it too little); at the optimum the same ``c_j`` are the duals:
 they satisfy ``alpha <= c_j / c_(j+1) <= 1/alpha`` by construction, and
 ``sum_j c_j g_j / sum_S c_j`` is the optimum, so ``c`` on S, normalised, is an optimal lambda.
 Each sweep is O(n); at alpha = 0.999, n = 30,000 this replaced 68 s of dual simplex.
 
-T is recovered from the flows by :func:`remap_from_flows` (a path decomposition: after
-cancelling opposite flows on each edge, every node splits one ordered queue of
-(origin, value) pairs, so T has at most about 2n + 1 non-zeros), and certified as every
+T is recovered from flows that move no more value than needed (:func:`_least_flows`) by
+:func:`remap_from_flows` (a path decomposition: after cancelling opposite flows on each
+edge, value travels as one stream a direction and each node keeps the back of it, so T
+has at most about 2n + 1 non-zeros), and certified as every
 factored mechanism is: the upper bound is the exact worst loss of the returned ``G T``,
 the lower bound prices the LP's multipliers exactly
 (:func:`~dpopt.programs.column_generation.solve_zero_one_by_flow`).
@@ -178,11 +181,12 @@ def solve_flow_program(problem: CountQuery) -> FlowSolution:
                         seconds=time.perf_counter() - start)
 
 
-#: Newton steps :func:`solve_flow_by_sweep` takes before it gives up (and the caller solves
-#: the LP): each step lands on a new linear piece of ``F_n``, and a handful suffice.
+#: Newton or bisection steps :func:`solve_flow_by_sweep` takes before it gives up (and the
+#: caller solves the LP): bisection alone needs about 50 to close the bracket to
+#: SWEEP_TOLERANCE, and Newton's steps, each onto a new linear piece of ``F_n``, fewer.
 SWEEP_STEPS = 200
-#: Newton has settled when a step moves v by at most this (relative): a few ulps of the
-#: sums it divides.
+#: The bracket [feasible v, infeasible v] is closed at this relative width: a few ulps of
+#: the sums the steps divide.
 SWEEP_TOLERANCE = 1e-14
 
 
@@ -250,9 +254,9 @@ def _sweep(g: list[float], wanted: list[bool], v: float, alpha: float) -> tuple[
 def _least_flows(g: list[float], wanted: list[bool], v: float, alpha: float) -> np.ndarray:
     """Net flows ``f_j`` across edges (j, j+1) at a feasible v that move no more value than needed.
 
-    The sweep's own flows send every surplus right as far as it goes; value travelling k
-    steps is worth alpha^k, and past ~700 / ln(1/alpha) steps it underflows, leaving rows
-    of T without mass. Here ``f_j`` must lie in ``[-H_j, phi(s_j)]``: at most what nodes
+    The sweep's own flows send every surplus right as far as it goes, so every count's
+    value would travel (worth alpha^k after k steps) and T would spread each row along
+    long chains. Here ``f_j`` must lie in ``[-H_j, phi(s_j)]``: at most what nodes
     0..j can send on (given the flows chosen before), at least what nodes j+1..n need
     (``H_j``, what they could send left, from the mirrored sweep). Choosing the point of
     that interval nearest 0 keeps the next interval non-empty (nodes j+1..n are feasible
