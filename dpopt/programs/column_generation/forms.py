@@ -234,13 +234,17 @@ class _ChainForm(Form):
     #: 0.83 -> 0.74 s at 0.8; absolute 1.13 -> 0.95 s); at alpha = 0.7 and below primal
     #: simplex is faster (squared, n = 1000, alpha = 0.5: 0.26 against 0.63 s).
     IPM_FROM_ALPHA: ClassVar[float] = 0.8
-    #: Below IPM_FROM_ALPHA, from this n on (S = all), the first master is solved by
+    #: Below IPM_FROM_ALPHA, from this n on (S holding a third of the counts or more), the first master is solved by
     #: Clarabel's interior point instead of primal simplex, whose pivots grow like n^2
     #: (2026-11-27, one process, primal / interior: absolute alpha = 0.1, 0.3, 0.5, 0.7 at
     #: n = 3000 1.7 / 0.13, 0.40 / 0.14, 1.2 / 0.21, 1.9 / 0.19 s, at n = 10,000 4.7 / 0.50,
     #: 4.4 / 0.56, 5.1 / 0.60, 10.8 / 0.70 s; squared at n = 3000 6.1 / 0.40, 0.61 / 0.52,
     #: 1.0 / 0.47, 3.8 / 0.48 s, alpha = 0.5, n = 10,000 44 / 2.5 s and n = 30,000 over
-    #: 390 s; at n = 1000 primal took 0.02-0.62 s, interior 0.05-0.21 s).
+    #: 390 s; at n = 1000 primal took 0.02-0.62 s, interior 0.05-0.21 s). With S the even
+    #: counts (alpha = 0.5, n = 10,000) 20 / 1.6 s squared, 7.0 / 0.6 s absolute; with every
+    #: third count HiGHS failed every way on the squared master ("Solve error", then a
+    #: corrupted heap: the process aborted) where Clarabel took 1.9 s. Sparser S stays with
+    #: primal simplex (a random tenth of the counts: 2.9 / 14.6 s squared, 1.1 / 4.0 s absolute).
     INTERIOR_FROM_N: ClassVar[int] = 1000
 
     #: Where the first master is likely optimal already, it (and up to INTERIOR_ROUNDS
@@ -282,8 +286,8 @@ class _ChainForm(Form):
 
     def first_strategy(self, coarse_started: bool = False) -> str:
         if self.alpha < self.IPM_FROM_ALPHA:
-            every_count = self.support.size == self.n + 1  # (what was measured; a gap of one count is already "gapped" here)
-            return "interior" if every_count and self.n >= self.INTERIOR_FROM_N else "primal"
+            dense = 3 * self.support.size >= self.n + 1  # (a gap of one count is already "gapped" here)
+            return "interior" if dense and self.n >= self.INTERIOR_FROM_N else "primal"
         if self.gapped or self.widest_gap >= self.INTERIOR_MAX_GAP:
             return "interior" if self.INTERIOR_ON_SYMMETRIC_GAPS and coarse_started and self.mirror_symmetric() else "ipm"
         # rounded: 8000 (1 - 0.9) is 799.99... in floating point, and the threshold was

@@ -206,3 +206,13 @@ def test_a_stalled_primal_master_goes_on_without_the_warm_dual_simplex(monkeypat
     result = solve_by_column_generation(problem, closed_forms=False)
     assert result.within(1e-10) and result.upper_bound == pytest.approx(2 * 0.1 / (1 - 0.01), rel=1e-9)
 
+
+def test_every_third_count_no_longer_ends_the_process():
+    """S = every third count, squared loss, alpha = 0.5, n = 10,000: HiGHS failed on the first
+    master every way (primal stalled, then "Solve error" from IPX and both simplexes) and left
+    a corrupted heap (the process aborted: munmap_chunk). Clarabel's interior point solves it."""
+    problem = dpopt.CountQuery(n=10_000, alpha=0.5, loss="squared", side_information=list(range(0, 10_001, 3)))
+    solution = dpopt.solve(problem, "factored")
+    assert solution.certificate.ok and solution.details["relative_gap"] <= 1e-10
+    assert solution.objective == pytest.approx(2 * 0.5 / (1 - 0.5) ** 2, rel=1e-9)  # the geometric's 4, as S = all
+
