@@ -70,6 +70,7 @@ TABLE_LOSSES: dict[str, Callable[[int], np.ndarray]] = {
 #: Side information S of other shapes (``--side-shape``), as functions of n.
 SIDE_SHAPES: dict[str, Callable[[int], Any]] = {
     "evens": lambda n: list(range(0, n + 1, 2)),
+    "thirds": lambda n: list(range(0, n + 1, 3)),
     "lower_half": lambda n: {"lower": 0, "upper": n // 2},
     "two_points": lambda n: [n // 4, 3 * n // 4],
     "three_points": lambda n: [n // 300, n // 150, 29 * n // 30],  # far apart: value travels a long way (zero-one)
