@@ -54,6 +54,7 @@ equally good chains of moves. The flow LP has no such choice to make.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -104,6 +105,11 @@ class FlowSolution:
     lam: np.ndarray
     supply: np.ndarray
     seconds: float
+
+
+def _supply(n: int, alpha: float) -> np.ndarray:
+    """``g_r`` in units of the inner diagonal ``(1 - alpha) / (1 + alpha)``: what each count starts with."""
+    return column_weights(n, alpha) * (1 + alpha) / (1 - alpha)
 
 
 def _program(problem: CountQuery, supply: np.ndarray) -> tuple[highspy.HighsLp, sparse.csc_array, np.ndarray]:
@@ -157,7 +163,7 @@ def solve_flow_program(problem: CountQuery) -> FlowSolution:
     """
     start = time.perf_counter()
     n, alpha = problem.n, problem.alpha
-    supply = column_weights(n, alpha) * (1 + alpha) / (1 - alpha)
+    supply = _supply(n, alpha)
     lp, matrix, row_bound = _program(problem, supply)
     h = new_highs(HIGHS_FLOW_OPTIONS)
     h.passModel(lp)
@@ -199,7 +205,7 @@ def solve_flow_by_sweep(problem: CountQuery) -> FlowSolution | None:
     """
     start = time.perf_counter()
     n, alpha = problem.n, problem.alpha
-    supply = column_weights(n, alpha) * (1 + alpha) / (1 - alpha)
+    supply = _supply(n, alpha)
     in_s = np.zeros(n + 1, dtype=bool)
     in_s[np.asarray(problem.support)] = True
     g, wanted = supply.tolist(), in_s.tolist()
@@ -244,11 +250,15 @@ def _sweep(g: list[float], wanted: list[bool], v: float, alpha: float) -> tuple[
     held, flow = [0.0] * len(g), [0.0] * len(g)
     carried = 0.0
     for j, (own, in_s) in enumerate(zip(g, wanted)):
-        s = own - v if in_s else own
-        s += alpha * carried if carried > 0.0 else carried
+        s = _holds(own - v if in_s else own, carried, alpha)
         carried = s if s >= 0.0 else s / alpha
         held[j], flow[j] = s, carried
     return np.array(held), np.array(flow)
+
+
+def _holds(own: float, carried: float, alpha: float) -> float:
+    """What a node holds (``s_j``): its own surplus plus ``psi`` of the flow over its left edge."""
+    return own + (alpha * carried if carried > 0.0 else carried)
 
 
 def _least_flows(g: list[float], wanted: list[bool], v: float, alpha: float) -> np.ndarray:
@@ -268,8 +278,7 @@ def _least_flows(g: list[float], wanted: list[bool], v: float, alpha: float) -> 
     flows = np.zeros(len(g) - 1)
     carried = 0.0
     for j in range(len(g) - 1):
-        s = g[j] - v if wanted[j] else g[j]
-        s += alpha * carried if carried > 0.0 else carried
+        s = _holds(g[j] - v if wanted[j] else g[j], carried, alpha)
         most, least = (s if s >= 0.0 else s / alpha), -spare[j]
         # least > most only by rounding, where both sides are tight: follow the right part's
         # plan (node j overdrawn by an ulp); taking ``most`` instead would ask the right part
@@ -333,7 +342,7 @@ def remap_from_flows(alpha: float, supply: np.ndarray, right: np.ndarray, left: 
                 stream, carried = deque(), 0.0
                 continue
             for piece in kept[j]:
-                carried += piece[1] * np.exp(abs(j - piece[0]) * log_alpha)
+                carried += piece[1] * math.exp(abs(j - piece[0]) * log_alpha)
             stream.extend(kept[j])
             stays = max(carried - float(flow[j]), 0.0)
             kept[j] = _keep_back(stream, stays, j, log_alpha)
@@ -346,7 +355,7 @@ def _keep_back(stream: deque[list[float]], amount: float, node: int, log_alpha: 
     out = []
     while amount > 0.0 and stream:
         origin, share = stream[-1]
-        value = share * float(np.exp(abs(node - origin) * log_alpha))
+        value = share * math.exp(abs(node - origin) * log_alpha)
         if value <= amount:
             out.append(stream.pop())
             amount -= value

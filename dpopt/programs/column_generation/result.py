@@ -88,4 +88,3 @@ def solvers_of(names: Iterable[object]) -> str:
     """Solver labels (``"HIGHS"``, ``"CLARABEL+HIGHS"``, ``"none"``) combined into one: each named
     once, sorted, joined by "+"; ``"none"`` if none solved anything."""
     return "+".join(sorted({part for name in names for part in str(name).split("+")} - {"none"})) or "none"
-
