@@ -52,7 +52,8 @@ class Solution:
         Measured privacy of the returned mechanism.
     mechanism : pandas.DataFrame
         Index: true value; columns: released value. For a factored solution it is
-        formed from the factors on first access (``(n+1)^2`` floats).
+        formed from the factors on first access (``(n+1)^2`` floats); for a deferred
+        matrix (``matrix``), built by it on first access.
     factored : FactoredMechanism or None
         ``G T`` kept as alpha and the sparse remap T (the column-generation route);
         sampling and export use the factors.
@@ -71,6 +72,10 @@ class Solution:
     objective: float
     certificate: Certificate
     dense: pd.DataFrame | None = field(default=None, repr=False)
+    matrix: Callable[[], pd.DataFrame] | None = field(default=None, repr=False)
+    """Builds the dense mechanism on first access, for methods whose certificate, objective and
+    sampler need no matrix (additive integer noise: (Delta + 1) x (2M + 3 Delta + 1) floats,
+    1.4 GB at Delta = 5000, which a solve or a release should not pay for)."""
     factored: FactoredMechanism | None = field(default=None, repr=False)
     row_loss: pd.Series | None = None
     details: dict[str, Any] = field(default_factory=dict)
@@ -82,9 +87,9 @@ class Solution:
     factored mechanism, or a ``sampler`` its method declares exact; else the float path."""
 
     def __post_init__(self) -> None:
-        held = sum(x is not None for x in (self.dense, self.factored, self.parameters))
+        held = sum(x is not None for x in (self.dense, self.matrix, self.factored, self.parameters))
         if held != 1:
-            raise ValueError("a Solution holds exactly one of a dense mechanism, a factored one, or parameters")
+            raise ValueError("a Solution holds exactly one of a dense mechanism, a deferred one, a factored one, or parameters")
         if self.parameters is not None and self.sampler is None:
             raise ValueError("a parameter Solution needs its sampler")
 
@@ -93,6 +98,8 @@ class Solution:
         """The mechanism matrix, labelled (index: true value, columns: released value)."""
         if self.dense is not None:
             return self.dense
+        if self.matrix is not None:
+            return self.matrix()
         if self.factored is None:
             raise fail("mechanism", self.kind, "requested of a solution with a mechanism matrix (this one is parameters)", self.method)
         return mechanism_frame(self.factored.dense())
@@ -100,8 +107,8 @@ class Solution:
     @property
     def inputs(self) -> list[Any]:
         """Row labels of the mechanism (true values)."""
-        if self.dense is not None:
-            return list(self.dense.index)
+        if self.dense is not None or self.matrix is not None:
+            return list(self.mechanism.index)
         return list(range(self.factored.n + 1))
 
     @property

@@ -14,7 +14,8 @@ the tests).
 Discrete (integer query, integer Delta): ``p(i) = a`` for ``0 <= i < r``,
 ``a b`` for ``r <= i < Delta``, ``p(i + Delta) = b p(i)``, symmetric, with
 ``a = (1 - b) / (2 r + 2 b (Delta - r) - (1 - b))`` and ``1 <= r <= Delta``. The best r
-for a cost is found by evaluating all Delta candidates exactly. Delta = 1 is the
+for a cost is found by evaluating the cost of all Delta candidates in closed form
+(:func:`discrete_staircase_costs`, O(Delta) for all of them). Delta = 1 is the
 geometric mechanism.
 """
 
@@ -35,6 +36,7 @@ __all__ = [
     "DiscreteStaircaseMechanism",
     "optimal_gamma",
     "discrete_staircase_noise",
+    "discrete_staircase_costs",
     "COSTS",
 ]
 
@@ -149,6 +151,34 @@ def _discrete_window(delta: int, epsilon: float, r: int) -> np.ndarray:
     return np.concatenate([half[:0:-1], half])
 
 
+def discrete_staircase_costs(delta: int, epsilon: float, power: int) -> np.ndarray:
+    """``E|Z|^power`` (power 1 or 2) of the discrete staircase for every ``r = 1..Delta`` at once.
+
+    With ``c_j = a`` for ``j < r`` and ``a b`` for ``r <= j < Delta``, ``p(k Delta + j) = b^k c_j``;
+    summing over the periods k >= 0 with ``C_q = sum_j j^q c_j``,
+
+        E|Z|  = 2 (Delta C_0 G_1 + C_1 G_0),
+        E Z^2 = 2 (Delta^2 C_0 G_2 + 2 Delta C_1 G_1 + C_2 G_0),
+
+    where ``G_q = sum_{k >= 0} k^q b^k``. Every term is positive (no cancellation). Evaluating
+    each candidate's noise on its window instead took O(Delta^2): 650 s at Delta = 1e5.
+    """
+    b = float(np.exp(-epsilon))
+    r = np.arange(1, delta + 1, dtype=float)
+    a = (1 - b) / (2 * r + 2 * b * (delta - r) - (1 - b))
+
+    def first(q: int, upto: np.ndarray | float) -> np.ndarray:  # sum_{j < upto} j^q
+        upto = np.asarray(upto, dtype=float)
+        return upto if q == 0 else upto * (upto - 1) / 2 if q == 1 else (upto - 1) * upto * (2 * upto - 1) / 6
+
+    c0, c1, c2 = (a * (first(q, r) + b * (first(q, float(delta)) - first(q, r))) for q in (0, 1, 2))
+    s1, sk, sk2 = tail_sums(b)
+    g0, g1, g2 = 1 + s1, sk, sk2
+    if power == 1:
+        return 2 * (delta * c0 * g1 + c1 * g0)
+    return 2 * (delta**2 * c0 * g2 + 2 * delta * c1 * g1 + c2 * g0)
+
+
 def discrete_staircase_noise(delta: int, epsilon: float, r: int) -> PeriodicNoise:
     """Discrete staircase noise with parameter r as :class:`PeriodicNoise` (window M = Delta)."""
     return PeriodicNoise(_discrete_window(delta, epsilon, r), delta, float(np.exp(-epsilon)))
@@ -181,8 +211,7 @@ class DiscreteStaircaseMechanism:
         check_choice(self.cost, "cost", self.owner, COSTS)
         power = COSTS.index(self.cost) + 1
         if self.r is None:
-            costs = [discrete_staircase_noise(delta, eps, r).moment(power) for r in range(1, delta + 1)]
-            r = 1 + int(np.argmin(costs))
+            r = 1 + int(np.argmin(discrete_staircase_costs(delta, eps, power)))
         else:
             r = check_int(self.r, "r", self.owner, low=1, high=delta)
         object.__setattr__(self, "sensitivity", delta)

@@ -37,6 +37,7 @@ from dpopt.certificates import Certificate
 from dpopt.exact_sampling import EXACT_SAMPLER
 from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.lazy_modules import pandas as pd
+from dpopt.limits import check_memory
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.neighbouring_sets import (
     ring_noise,
@@ -86,8 +87,17 @@ def certify_noise(noise: PeriodicNoise, epsilon: float, *, mixing_weight: float 
 
 
 def noise_matrix(noise: PeriodicNoise, sensitivity: int) -> pd.DataFrame:
-    """Mechanism matrix for true values 0..Delta, releases on the window (ends clamped)."""
+    """Mechanism matrix for true values 0..Delta, releases on the window (ends clamped).
+
+    Built only when asked for (:attr:`Solution.mechanism`, an export): solving, the
+    certificate, the objective and sampling use ``noise`` alone. Refused before work when
+    its 4 (Delta + 1)(2M + 3 Delta + 1) floats (the rows and their temporaries) exceed the
+    memory limit.
+    """
     m = noise.half_width
+    check_memory(8.0 * 4 * (sensitivity + 1) * (2 * m + 3 * sensitivity + 1), "sensitivity", KIND, sensitivity,
+                 what="the mechanism matrix (Delta + 1 true values x the window's releases; solving, sampling and the "
+                      "certificate need no matrix, only an export or Solution.mechanism does)")
     outputs = np.arange(-m - sensitivity, m + 2 * sensitivity + 1)
     rows = []
     for value in range(sensitivity + 1):
@@ -119,7 +129,7 @@ def _solution(problem: NoiseAdding, noise: PeriodicNoise, certificate: Certifica
     return Solution(
         problem=problem,
         certificate=certificate,
-        dense=noise_matrix(noise, problem.sensitivity),
+        matrix=lambda: noise_matrix(noise, problem.sensitivity),
         objective=noise.moment(problem.power),
         exact=True,
         seconds=0.0,

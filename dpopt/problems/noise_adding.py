@@ -58,9 +58,10 @@ class NoiseAdding:
         level = resolve_privacy(self.alpha, self.epsilon, KIND)
         check_choice(self.cost, "cost", KIND, COSTS)
         m = 2 * delta if self.window is None else check_int(self.window, "window", KIND, low=delta)
-        # every method builds the mechanism matrix for true values 0..Delta over the window
-        # (Delta + 1 rows of 2M + 3 Delta + 1 releases) and the noise's pmf on it
-        check_memory(8.0 * 4 * (delta + 1) * (2 * m + 3 * delta + 1), "window" if self.window is not None else "sensitivity",
+        # every method builds the noise's pmf over the window and one period of each tail, and
+        # its certificate a dozen arrays of that length (the mechanism matrix, (Delta + 1) times
+        # longer, only on request: methods.noise_adding.noise_matrix; the LP: its own estimate)
+        check_memory(8.0 * 16 * (2 * m + 3 * delta + 1), "window" if self.window is not None else "sensitivity",
                      KIND, m if self.window is not None else delta, what="the noise over the window")
         # The noise decays by alpha every Delta steps; over the window and one tail period
         # it must stay a normal double, or the pmf underflows to zeros beside non-zeros

@@ -1,11 +1,22 @@
 """Staircase mechanism: optimal gamma, density, sampler, discrete version."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from dpopt.mechanisms.geometric import geometric_matrix
-from dpopt.mechanisms.staircase import COSTS, DiscreteStaircaseMechanism, StaircaseMechanism, optimal_gamma
+from dpopt.mechanisms.staircase import (
+    COSTS,
+    DiscreteStaircaseMechanism,
+    StaircaseMechanism,
+    discrete_staircase_costs,
+    discrete_staircase_noise,
+    optimal_gamma,
+)
 
 
 def _piecewise_moments(mech: StaircaseMechanism, steps: int = 400) -> tuple[float, float, float]:
@@ -88,3 +99,35 @@ def test_discrete_sampler_chi_square():
     observed = np.array([(draws == v).sum() for v in values] + [(np.abs(draws) > 12).sum()])
     expected = np.append(mech.pmf(values), 1 - mech.pmf(values).sum()) * draws.size
     assert stats.chisquare(observed, expected).pvalue > 1e-3
+
+
+def _exact_staircase_cost(delta: int, b: Fraction, r: int, power: int) -> Fraction:
+    """E|Z|^power in rationals: one period's sums times the exact geometric series over periods."""
+    a = (1 - b) / (2 * r + 2 * b * (delta - r) - (1 - b))
+    c = [a if j < r else a * b for j in range(delta)]
+    g0, g1, g2 = 1 / (1 - b), b / (1 - b) ** 2, b * (1 + b) / (1 - b) ** 3  # sum_k k^q b^k, k >= 0
+    c0, c1, c2 = (sum(j**q * cj for j, cj in enumerate(c)) for q in (0, 1, 2))
+    if power == 1:
+        return 2 * (delta * c0 * g1 + c1 * g0)
+    return 2 * (delta**2 * c0 * g2 + 2 * delta * c1 * g1 + c2 * g0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(delta=st.integers(1, 30), epsilon=st.floats(0.01, 8.0), power=st.sampled_from([1, 2]))
+def test_discrete_staircase_costs_in_closed_form_equal_the_window_moments_and_exact_rationals(delta, epsilon, power):
+    costs = discrete_staircase_costs(delta, epsilon, power)
+    b = Fraction(float(np.exp(-epsilon)))
+    exact = np.array([float(_exact_staircase_cost(delta, b, r, power)) for r in range(1, delta + 1)])
+    window = np.array([discrete_staircase_noise(delta, epsilon, r).moment(power) for r in range(1, delta + 1)])
+    np.testing.assert_allclose(costs, exact, rtol=1e-13)
+    np.testing.assert_allclose(window, exact, rtol=1e-12)
+    chosen = DiscreteStaircaseMechanism(sensitivity=delta, epsilon=epsilon, cost=COSTS[power - 1])
+    assert exact[chosen.r - 1] <= exact.min() * (1 + 1e-13)
+
+
+def test_discrete_staircase_picks_r_among_a_hundred_thousand_candidates():
+    # the closed form makes the search O(Delta); the chosen r costs the least of a coarse scan
+    mech = DiscreteStaircaseMechanism(sensitivity=100_000, epsilon=1.0)
+    scan = [discrete_staircase_noise(100_000, 1.0, r).moment(1) for r in (1, 10_000, 38_000, 50_000, 100_000)]
+    assert mech.expected_absolute_error() <= min(scan) * (1 + 1e-12)
+    assert mech.noise.privacy_loss() == pytest.approx(1.0, rel=1e-12)

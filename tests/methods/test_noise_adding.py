@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import dpopt
+from dpopt.mechanisms.staircase import StaircaseMechanism
 from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.validation import InvalidParameterError
 
@@ -59,3 +60,29 @@ def test_invalid_problems_rejected():
         NoiseAdding(sensitivity=1, epsilon=1.0, cost="huber")
     with pytest.raises(InvalidParameterError, match="'sensitivity'"):
         NoiseAdding(sensitivity=0, epsilon=1.0)
+
+
+def test_a_sensitivity_of_a_hundred_thousand_is_solved_certified_and_sampled_without_its_matrix():
+    """The (Delta + 1) x (7 Delta + 1) matrix (2,000 GiB here) is built only on request, and refused then."""
+    problem = NoiseAdding(sensitivity=100_000, epsilon=1.0)
+    solution = dpopt.solve(problem, "staircase")
+    assert solution.certificate.ok and solution.certificate.max_privacy_loss == pytest.approx(1.0, rel=1e-12)
+    continuous = StaircaseMechanism(sensitivity=100_000.0, epsilon=1.0).expected_absolute_error()
+    assert solution.objective == pytest.approx(continuous, rel=1e-4)  # the integer staircase tends to the continuous one
+    releases = solution.sample(7, 1000, rng=5)
+    assert releases.dtype.kind == "i" and abs(np.median(releases) - 7) < 0.2 * solution.objective
+    with pytest.raises(InvalidParameterError, match="'sensitivity'.*mechanism matrix"):
+        solution.mechanism
+    with pytest.raises(InvalidParameterError, match="'sensitivity'.*mechanism matrix"):
+        solution.export("unused.json")
+
+
+def test_the_matrix_built_on_request_is_the_noise_on_the_window():
+    solution = dpopt.solve(NoiseAdding(sensitivity=3, epsilon=0.7), "geometric")
+    assert solution.dense is None and solution.matrix is not None
+    x = solution.mechanism
+    noise = solution.details["noise"]
+    z = x.columns.to_numpy()[1:-1]
+    np.testing.assert_allclose(x.loc[2].to_numpy()[1:-1], noise.pmf(z - 2), rtol=1e-15)
+    np.testing.assert_allclose(x.sum(axis=1), 1.0, atol=1e-12)
+    assert solution.mechanism is x  # built once
