@@ -71,6 +71,8 @@ TABLE_LOSSES: dict[str, Callable[[int], np.ndarray]] = {
 SIDE_SHAPES: dict[str, Callable[[int], Any]] = {
     "evens": lambda n: list(range(0, n + 1, 2)),
     "thirds": lambda n: list(range(0, n + 1, 3)),
+    "quarters": lambda n: list(range(0, n + 1, 4)),
+    "sevenths": lambda n: list(range(5, n + 1, 7)),  # from 5: a random probe's S that HiGHS failed on (session 24)
     "lower_half": lambda n: {"lower": 0, "upper": n // 2},
     "two_points": lambda n: [n // 4, 3 * n // 4],
     "three_points": lambda n: [n // 300, n // 150, 29 * n // 30],  # far apart: value travels a long way (zero-one)

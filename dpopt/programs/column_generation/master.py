@@ -415,8 +415,9 @@ class Master:
         re-solve costs ~0.5 s at n = 1000 however few pivots it needs), ``"dual"``
         (``"refactored dual"``: from the current basis factorised afresh) or ``"ipm"`` (interior point + crossover, from scratch; ``"dualized ipm"``: on
         the master's dual), or ``"interior"``
-        (Clarabel, :meth:`solve_interior`). On failure the others are tried from scratch.
-        ``checked``: the caller verifies the basis exactly before trusting it (a master
+        (Clarabel, :meth:`solve_interior`). On failure the others are tried from scratch,
+        except after HiGHS reports an error (not a stall): then Clarabel's interior point
+        (:attr:`has_basis` is then False). ``checked``: the caller verifies the basis exactly before trusting it (a master
         solved from a predicted basis), so a simplex run that HiGHS marks "Unknown" only
         for its objective check is accepted (:meth:`_simplex_optimal`).
         """
@@ -448,10 +449,19 @@ class Master:
                 # cold retry: the failed run may have left its factors unusable, and a
                 # fresh factorisation of the old basis can be unstable (see basic_solution)
                 self.h.clearSolver()
-            self.h.run()
+            run_status = self.h.run()
             status = self.h.getModelStatus()
             if status == highspy.HighsModelStatus.kOptimal or (checked and warm and attempt == "dual" and self._simplex_optimal(status)):
                 break
+            if run_status == highspy.HighsStatus.kError:
+                # HiGHS failed on this master outright, not by a limit. Seen with highspy
+                # 1.16.0 on a well-formed master (squared loss, alpha = 0.72, n = 20,000,
+                # S = every 7th count; no duplicate, zero or non-finite entry): primal
+                # simplex from T = I went to NaN in 158 pivots and stopped with an error, its
+                # IPM from scratch ended in "Solve error", and its dual simplex from scratch
+                # corrupted the heap and aborted the process. Another HiGHS algorithm on the
+                # same master can be that last one: Clarabel solves it (6 s).
+                return self.solve_interior()
         else:
             raise SolverError("HIGHS", self.h.modelStatusToString(status), "(column generation master)")
         self.has_basis = True

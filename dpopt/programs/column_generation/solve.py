@@ -417,7 +417,9 @@ def solve_by_column_generation(
             failure = str(exc)
             break
         incumbent, polished, exact_pricing = values, False, None
-        solved_by, strategy = strategy, resolve
+        # without a basis after a simplex or IPM strategy, HiGHS failed and Clarabel solved it
+        solved_by = strategy if master.has_basis or strategy == "interior" else "interior"
+        strategy = resolve
         if solved_by == "interior":
             # no basis to warm-start from: more interior masters, then HiGHS from scratch
             interior_rounds += 1

@@ -216,3 +216,44 @@ def test_every_third_count_no_longer_ends_the_process():
     assert solution.certificate.ok and solution.details["relative_gap"] <= 1e-10
     assert solution.objective == pytest.approx(2 * 0.5 / (1 - 0.5) ** 2, rel=1e-9)  # the geometric's 4, as S = all
 
+
+
+class _ErrsOnce:
+    """A HiGHS instance whose first ``run`` reports an error without solving (as HiGHS did below)."""
+
+    def __init__(self, highs):
+        self._highs, self.errors = highs, 1
+
+    def run(self):
+        if self.errors:
+            self.errors -= 1
+            return masters.highspy.HighsStatus.kError
+        return self._highs.run()
+
+    def __getattr__(self, name):
+        return getattr(self._highs, name)
+
+
+def test_a_master_highs_errs_on_is_solved_by_clarabel_not_by_another_highs_algorithm(monkeypatch):
+    monkeypatch.setattr(forms._ChainForm, "first_strategy", lambda self, coarse_started=False: "primal")
+    monkeypatch.setattr(masters, "new_highs", lambda options: _ErrsOnce(dpopt.solvers.new_highs(options)))
+    attempts = []
+    original = masters.Master._configure
+    monkeypatch.setattr(masters.Master, "_configure", lambda master, strategy: attempts.append(strategy) or original(master, strategy))
+    problem = dpopt.CountQuery(n=60, alpha=0.6, loss="squared", side_information=list(range(0, 61, 4)))
+    result = solve_by_column_generation(problem, closed_forms=False, flow=False)
+    assert attempts[0] == "primal" and result.history[0]["solver"] == "CLARABEL"
+    assert attempts.count("dual") == 0 or attempts.index("dual") > 1  # no HiGHS algorithm right after the error
+    lp = dpopt.solve(problem, "lp")
+    assert result.within(1e-9, 1e-10) and abs(result.upper_bound - lp.details["solver_objective"]) <= 1e-8 * result.upper_bound
+    assert result.mechanism.certificate(problem.epsilon).ok
+
+
+def test_every_seventh_count_no_longer_ends_the_process():
+    """S = every 7th count from 5, squared loss, alpha = 0.72, n = 20,000 (a random probe, 2026-11-27):
+    HiGHS erred on the first master from T = I (primal simplex to NaN), failed its IPM, and its
+    dual simplex from scratch corrupted the heap: the process aborted (malloc(): invalid size).
+    After HiGHS's error the master goes to Clarabel."""
+    problem = dpopt.CountQuery(n=20_000, alpha=0.7198267647562689, loss="squared", side_information=list(range(5, 20_001, 7)))
+    solution = dpopt.solve(problem, "factored")
+    assert solution.certificate.ok and solution.details["relative_gap"] <= 1e-10
