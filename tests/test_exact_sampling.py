@@ -12,7 +12,7 @@ from scipy import stats
 
 import dpopt
 import dpopt.exact_sampling as es
-from dpopt.exact_sampling import ExactDiscrete, exact_choice
+from dpopt.exact_sampling import BlockedDiscrete, ExactDiscrete, exact_choice
 from dpopt.sampling import SecureRandom
 from dpopt.validation import InvalidParameterError
 from tests.distributions import geometric_fit_pvalue
@@ -115,8 +115,36 @@ def test_draws_follow_the_exact_pmf_and_a_wrong_pmf_is_rejected(source):
 
 def test_bad_weights_are_refused():
     for bad in ([], [0.0, 0.0], [1.0, -0.1], [1.0, np.nan], [np.inf]):
-        with pytest.raises(InvalidParameterError, match="weights"):
-            ExactDiscrete(bad)
+        for sampler in (ExactDiscrete, BlockedDiscrete):
+            with pytest.raises(InvalidParameterError, match="weights"):
+                sampler(bad)
+
+
+@settings(max_examples=25, deadline=None)
+@given(w=st.lists(st.one_of(st.just(0.0), st.floats(1e-300, 1e300), st.floats(5e-324, 1e-300)), min_size=1, max_size=3000).filter(
+    lambda w: any(v > 0 for v in w)), block=st.sampled_from([3, 16, es.BLOCK]))
+def test_the_blocked_sampler_has_the_exact_probabilities(w, block):
+    """Block first, then the index within it: P(j) = w_j / sum w exactly (spans of 2,100 binades,
+    subnormals, zeros, blocks of 3 and 16 weights as well as the real size)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(es, "BLOCK", block)
+        blocked, total = BlockedDiscrete(w), sum(Fraction(v) for v in w)
+        for j in sorted({0, len(w) - 1, *range(0, len(w), 37)}):
+            assert Fraction(*blocked.probability(j)) == Fraction(w[j]) / total
+
+
+def test_exact_choice_draws_by_blocks_from_many_weights_and_follows_the_pmf():
+    z = np.arange(-100_000, 100_001)
+    p = np.exp(-np.abs(z) / 20_000.0)
+    p[100_000 + 5000: 100_000 + 6000] = 0.0  # a hole: never drawn
+    draws = exact_choice(p, 60_000, np.random.default_rng(4))
+    assert not np.any((draws >= 105_000) & (draws < 106_000))
+    edges = np.linspace(0, z.size, 41).astype(int)  # 40 cells of the index line
+    observed = np.histogram(draws, bins=edges)[0]
+    expected = np.add.reduceat(p, edges[:-1]) / p.sum() * draws.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+    shifted = np.roll(expected, 1)  # the control: the same cells one place over
+    assert stats.chisquare(observed, shifted * observed.sum() / shifted.sum()).pvalue < 1e-6
 
 
 def _neighbouring_rows(solution):
