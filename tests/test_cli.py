@@ -91,14 +91,15 @@ def test_compare_skips_a_method_too_large_for_memory(capsys, tmp_path, monkeypat
 
 def test_compare_with_a_timeout_skips_the_methods_still_running(capsys, tmp_path):
     """n = 300, alpha = 0.9: the direct LPs take minutes; each method runs in its own process, and those
-    not done within 3 s are stopped and named; the others' rows are the in-process ones."""
+    not done within 10 s are stopped and named; the others' rows are the in-process ones. (3 s was too
+    tight on a loaded machine: the closed form's process was stopped before it had imported dpopt.)"""
     path = tmp_path / "n300.toml"
     path.write_text('kind = "count_query"\nn = 300\nalpha = 0.9\n')
-    code, out, err = run(capsys, "compare", str(path), "--timeout", "3")
+    code, out, err = run(capsys, "compare", str(path), "--timeout", "10")
     rows = {r["method"]: r for r in map(json.loads, out.splitlines())}
     assert code == 0 and set(rows) == {"geometric", "factored"}
     assert sorted(line.split()[1] for line in err.splitlines()) == ["interaction", "lp"] and err.count("skipped") == 2
-    assert "within 3 s" in err
+    assert "within 10 s" in err
     code, out, _ = run(capsys, "compare", TABLE1, "--timeout", "120")
     isolated = {r["method"]: r["objective"] for r in map(json.loads, out.splitlines())}
     code_here, out_here, _ = run(capsys, "compare", TABLE1)
