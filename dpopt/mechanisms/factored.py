@@ -32,6 +32,14 @@ NAMED_ROW_LOSSES = ("absolute", "squared", "zero_one")
 #: the recurrences give ``1 - x[i, i]`` plus the rows' rounding, a difference whose rounding
 #: (a few u, u = 2**-53) is then below 2e-12 of the loss.
 ZERO_ONE_DENSE_BELOW = 2.0**-12
+#: Absolute and squared losses below this are summed densely too, while those rows' dense sums
+#: stay within :data:`SMALL_LOSS_DENSE_WORK` entries: the recurrences add terms of the kernel's
+#: and T's moments, whose rounding (1e-17 to 3e-14 absolute, measured) is no longer small
+#: against a loss of 1e-12 (S = three far counts: 2.6e-5 relative) or ~0 (S = two counts
+#: 6,000 apart, alpha = 0.827: -2.8e-14, below the certified lower bound of 4.6e-241).
+SMALL_LOSS_DENSE_BELOW = 2.0**-12
+#: The most matrix entries summed densely for those small losses (:data:`SMALL_LOSS_DENSE_BELOW`).
+SMALL_LOSS_DENSE_WORK = 1 << 25
 
 
 def group_ranks(sizes: np.ndarray) -> np.ndarray:
@@ -112,16 +120,22 @@ class FactoredMechanism:
     def expected_losses(self, loss: str, loss_rows: Callable[[np.ndarray], np.ndarray], rows: np.ndarray) -> np.ndarray:
         """Exact expected losses on ``rows`` by the cheaper route: :meth:`named_row_losses` for a
         loss it knows (``loss``: the loss's name) unless the dense sums of :meth:`row_losses`,
-        n + 1 a row, are fewer (a few rows asked for, and T moving rows far)."""
+        n + 1 a row, are fewer (a few rows asked for, and T moving rows far). Small losses, where
+        the recurrences' rounding is not small against them, are summed densely
+        (:data:`ZERO_ONE_DENSE_BELOW`, :data:`SMALL_LOSS_DENSE_BELOW`)."""
         rows = np.asarray(rows)
         if loss not in NAMED_ROW_LOSSES or self.named_work(loss) > rows.size * (self.n + 1):
             return self.row_losses(loss_rows, rows)
         losses = self.named_row_losses(loss, rows)
         if loss == "zero_one":
             small = losses < ZERO_ONE_DENSE_BELOW
-            if small.any():
-                losses[small] = self.row_losses(loss_rows, rows[small])
-        return losses
+        else:
+            small = losses < SMALL_LOSS_DENSE_BELOW
+            if small.sum() * (self.n + 1) > SMALL_LOSS_DENSE_WORK:  # many rows, each with small terms
+                small[:] = False
+        if small.any():
+            losses[small] = self.row_losses(loss_rows, rows[small])
+        return np.maximum(losses, 0.0)  # every named loss is >= 0: a rounding below 0 is none
 
     def named_row_losses(self, loss: str, rows: np.ndarray, budget: int = 1 << 22) -> np.ndarray:
         """:meth:`row_losses` for the named losses ``"absolute"``, ``"squared"`` and ``"zero_one"`` in

@@ -162,6 +162,28 @@ def test_zero_one_named_losses_equal_the_dense_ones(n, alpha, seed):
     np.testing.assert_allclose(f.expected_losses("zero_one", problem.loss_rows, every), dense, rtol=1e-11)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(40, 400), st.floats(0.05, 0.5), st.sampled_from(["absolute", "squared"]), st.integers(0, 2**32 - 1),
+       st.floats(0.0, 1e-13))
+def test_small_absolute_and_squared_losses_are_the_dense_ones_and_never_negative(n, alpha, loss, seed, stray):
+    """T maps far rows onto a few far counts, with stray entries of 1e-13 or less next to them (as
+    a master solved to its tolerance leaves): the losses of those counts are ~1e-12 or far below,
+    where the recurrences' rounding (~1e-14 absolute) is not small; expected_losses sums them
+    densely, so they match the dense sums to 1e-11 relative and are never below 0."""
+    rng = np.random.default_rng(seed)
+    counts = np.array([3, n // 2, n - 3])
+    nearest = counts[np.argmin(np.abs(np.arange(n + 1)[:, None] - counts[None, :]), axis=1)]
+    strays = np.minimum(nearest + rng.integers(1, 20, n + 1), n)
+    t = sparse.csr_array((np.r_[np.ones(n + 1), np.full(n + 1, stray)], (np.r_[np.arange(n + 1), np.arange(n + 1)], np.r_[nearest, strays])),
+                         shape=(n + 1, n + 1))
+    f = FactoredMechanism.from_remap(n, alpha, t)
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=counts.tolist())
+    dense = np.einsum("ij,ij->i", problem.loss_matrix[counts], (geometric_matrix(n, alpha) @ f.remap.toarray())[counts])
+    losses = f.expected_losses(loss, problem.loss_rows, counts)
+    assert np.all(losses >= 0)
+    np.testing.assert_allclose(losses, dense, rtol=1e-11, atol=1e-300)
+
+
 def test_named_row_losses_refuse_other_losses():
     f = FactoredMechanism.from_remap(5, 0.5, sparse.eye_array(6, format="csr"))
     with pytest.raises(InvalidParameterError, match="loss"):

@@ -148,3 +148,12 @@ def test_a_factored_solution_names_the_solvers_that_ran():
     assert dpopt.solve(dpopt.CountQuery(n=300, alpha=0.5, loss="zero_one"), "factored").solver == "none"  # identity certificate
     assert "HIGHS" in dpopt.solve(dpopt.CountQuery(n=60, alpha=0.9, loss="absolute"), "factored").solver.split("+")
     assert solvers_of(["none", "HIGHS", "CLARABEL+HIGHS"]) == "CLARABEL+HIGHS" and solvers_of([]) == "none"
+
+
+def test_a_vanishing_optimum_is_reported_at_or_above_its_certified_lower_bound():
+    """S = two counts 6,000 apart, squared loss, alpha = 0.827: the optimum is ~1e-241. The kernel
+    recurrences reported -2.8e-14 (their rounding), below the certified lower bound; small
+    losses are now summed densely."""
+    solution = dpopt.solve(dpopt.CountQuery(n=8000, alpha=0.827, loss="squared", side_information=[1000, 7000]), "factored")
+    assert solution.certificate.ok
+    assert 0.0 <= solution.details["lower_bound"] <= solution.objective <= 1e-200
