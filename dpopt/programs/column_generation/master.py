@@ -417,9 +417,10 @@ class Master:
         the master's dual), or ``"interior"``
         (Clarabel, :meth:`solve_interior`). On failure the others are tried from scratch,
         except after HiGHS reports an error (not a stall): then Clarabel's interior point
-        (:attr:`has_basis` is then False). ``checked``: the caller verifies the basis exactly before trusting it (a master
-        solved from a predicted basis), so a simplex run that HiGHS marks "Unknown" only
-        for its objective check is accepted (:meth:`_simplex_optimal`).
+        (:attr:`has_basis` is then False). ``checked``: the caller verifies the basis
+        exactly before trusting it (a master solved from a predicted basis), so a simplex
+        run that HiGHS marks "Unknown" only for its objective check is accepted
+        (:meth:`_simplex_optimal`).
         """
         if strategy == "interior":
             try:
