@@ -34,7 +34,7 @@ from dpopt.problem_files import load_problem
 from dpopt.registry import compare_outcomes, compare_plan, float_only, solve
 from dpopt.solution import DATA_KINDS
 from dpopt.problems.calibration import ROUNDED_MECHANISMS
-from dpopt.limits import MAX_RELEASES, MAX_TIMEOUT
+from dpopt.limits import MAX_RELEASES, MAX_TIMEOUT, check_memory
 from dpopt.validation import DPOptError, InvalidParameterError, SolverError, check_int, check_real
 
 __all__ = ["main"]
@@ -192,6 +192,9 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
             raise InvalidParameterError("dense", "dpopt solve", "given with --export PATH (it chooses what the export writes)", True)
         if export is not None and problem.kind == "calibration" and export.suffix.lower() not in (".json", ".csv"):
             raise InvalidParameterError("export", "dpopt solve", "a .json or .csv path for a calibration (its result is parameters)", str(export))
+        if export is not None and hasattr(problem, "matrix_bytes"):  # a matrix built only for the export: sized first
+            check_memory(problem.matrix_bytes, "export", "dpopt solve", str(export),
+                         what="the mechanism matrix it writes (integer noise: Delta + 1 rows; `dpopt sample` needs no matrix)")
         if args.timeout is not None:
             summary = _solve_with_timeout(problem, args, None if export is None else str(export))
         else:

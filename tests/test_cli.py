@@ -297,3 +297,18 @@ def test_a_float_only_release_is_refused_before_any_solving(capsys, monkeypatch)
     code, out, err = run(capsys, "sample", str(PROBLEMS / "calibration_gaussian_analytic.toml"), "--true-value", "3", "--count", "2",
                          "--method", "closed_form")
     assert code == 2 and "draw from closed_form" in err and "release_grid" not in err
+
+
+def test_an_export_of_a_matrix_too_large_to_build_is_refused_before_solving(capsys, tmp_path, monkeypatch):
+    """Integer noise with sensitivity 10^5 is solved and sampled without its matrix (2,000 GiB);
+    an export of it is refused in one line before any solving, and nothing is written."""
+    path = tmp_path / "wide.toml"
+    path.write_text('kind = "noise_adding"\nsensitivity = 100000\nepsilon = 1.0\n')
+    solved = []
+    monkeypatch.setattr(cli, "solve", lambda *args, **kwargs: solved.append(args))
+    code, out, err = run(capsys, "solve", str(path), "--export", str(tmp_path / "wide.csv"))
+    assert code == cli.EXIT_BAD_INPUT and out == "" and "'export'" in err and len(err.strip().splitlines()) == 1
+    assert solved == [] and list(tmp_path.iterdir()) == [path]
+    monkeypatch.undo()
+    code, out, _ = run(capsys, "sample", str(path), "--true-value", "7", "--count", "3", "--seed", "1")
+    assert code == 0 and len(json.loads(out)["releases"]) == 3

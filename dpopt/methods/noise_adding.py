@@ -46,7 +46,7 @@ from dpopt.mechanisms.neighbouring_sets import (
 )
 from dpopt.mechanisms.piecewise_noise import GRID_SAMPLER, MAX_CELLS_PER_PIECE, PiecewiseNoise
 from dpopt.mechanisms.staircase import DiscreteStaircaseMechanism, optimal_gamma
-from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
+from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding, matrix_bytes
 from dpopt.programs.noise_adding import (
     build_grid_program,
     build_noise_program,
@@ -95,7 +95,7 @@ def noise_matrix(noise: PeriodicNoise, sensitivity: int) -> pd.DataFrame:
     memory limit.
     """
     m = noise.half_width
-    check_memory(8.0 * 4 * (sensitivity + 1) * (2 * m + 3 * sensitivity + 1), "sensitivity", KIND, sensitivity,
+    check_memory(matrix_bytes(sensitivity, m), "sensitivity", KIND, sensitivity,
                  what="the mechanism matrix (Delta + 1 true values x the window's releases; solving, sampling and the "
                       "certificate need no matrix, only an export or Solution.mechanism does)")
     outputs = np.arange(-m - sensitivity, m + 2 * sensitivity + 1)

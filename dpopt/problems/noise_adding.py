@@ -23,10 +23,16 @@ from dpopt.mechanisms.neighbouring_sets import check_neighbouring_set
 from dpopt.privacy import resolve_privacy
 from dpopt.validation import check_choice, check_int, check_real, fail
 
-__all__ = ["NoiseAdding", "NeighbouringSetNoise", "COSTS"]
+__all__ = ["NoiseAdding", "NeighbouringSetNoise", "COSTS", "matrix_bytes"]
 
 KIND = "noise_adding"
 COSTS = ("absolute", "squared")
+
+
+def matrix_bytes(sensitivity: int, half_width: int) -> float:
+    """Memory to build the mechanism matrix of integer noise: its (Delta + 1) rows of 2M + 3 Delta + 1
+    releases and their temporaries (:func:`dpopt.methods.noise_adding.noise_matrix`)."""
+    return 8.0 * 4 * (sensitivity + 1) * (2 * half_width + 3 * sensitivity + 1)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -52,6 +58,11 @@ class NoiseAdding:
     level: Any = field(init=False, repr=False)
 
     kind = KIND
+
+    @property
+    def matrix_bytes(self) -> float:
+        """Memory the mechanism matrix needs, built only for ``solution.mechanism`` or an export."""
+        return matrix_bytes(self.sensitivity, self.window)
 
     def __post_init__(self) -> None:
         delta = check_int(self.sensitivity, "sensitivity", KIND, low=1)
