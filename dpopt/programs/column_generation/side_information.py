@@ -202,27 +202,27 @@ BRIDGE_INNER_SCALES = 5.0
 CERTIFIED_FACTOR = 10.0
 
 
-#: S with a part narrower than a noise scale is still cut if it has at most this many parts
-#: (:func:`clusters_of`).
+#: S with parts narrower than a noise scale is cut only on request (``narrow``), and only into at
+#: most this many parts (:func:`clusters_of`).
 NARROW_CLUSTERS = 4
 
 
-def clusters_of(problem: CountQuery, gap_scales: float = CLUSTER_GAP_SCALES) -> list[np.ndarray]:
+def clusters_of(problem: CountQuery, gap_scales: float = CLUSTER_GAP_SCALES, *, narrow: bool = False) -> list[np.ndarray]:
     """S cut at its gaps of at least ``gap_scales`` noise scales 1 / (1 - alpha).
 
-    S stays whole if it holds two counts (the whole problem's master has two loss rows and
-    is solved at once, 1.0 s against 3.8 s split at alpha = 0.99, n = 5000), or if a part
-    spans less than a noise scale and there are more than :data:`NARROW_CLUSTERS` parts (a
-    random tenth of n = 10,000 at alpha = 0.1: 95 parts, most of them single counts, took
-    5.8 s apart against 1.2 s whole). A few narrow parts are cut: S = {16, 33, 4833},
-    alpha = 0.3, n = 5000, solved whole, stopped 4.4e-10 (1.2e-7 relative, squared loss)
-    above its lower bound, where {16, 33} alone is the two-count closed form and {4833}
-    alone costs nothing."""
+    S stays whole if a part would span less than one noise scale (two counts far apart: the
+    whole problem's master has two loss rows and is solved at once, 1.0 s against 3.8 s split
+    at alpha = 0.99, n = 5000), unless ``narrow``: then S of three counts or more is cut into
+    at most :data:`NARROW_CLUSTERS` parts however narrow (the retry of
+    :func:`~dpopt.programs.column_generation.solve.solve_by_column_generation` when the whole
+    problem stops above its bound).
+    """
     support = np.asarray(problem.support)
     scale = noise_scale(problem.alpha)
     parts = np.split(support, np.flatnonzero(np.diff(support) >= gap_scales * scale) + 1)
-    wide = all(part[-1] - part[0] >= scale for part in parts)
-    return parts if support.size > 2 and (wide or len(parts) <= NARROW_CLUSTERS) else [support]
+    if all(part[-1] - part[0] >= scale for part in parts):
+        return parts
+    return parts if narrow and support.size > 2 and len(parts) <= NARROW_CLUSTERS else [support]
 
 
 def bridge_columns(problem: CountQuery, parts: list[np.ndarray], joined: sparse.csr_array) -> tuple[np.ndarray, np.ndarray]:
@@ -349,7 +349,7 @@ def _solve_clusters(problem: CountQuery, parts: list[np.ndarray], tolerance: flo
 
 def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scales: float = CLUSTER_GAP_SCALES,
                       max_rounds: int = 500, progress: Callable[[dict[str, float]], None] | None = None,
-                      fold: bool = True) -> ColumnGenerationResult | None:
+                      fold: bool = True, narrow: bool = False) -> ColumnGenerationResult | None:
     """S with long gaps: each cluster solved alone, the remaps joined at the gaps' middles,
     and, unless that already certifies, the whole problem bridged from the joined remap;
     None if S has no gap of ``gap_scales`` noise scales.
@@ -366,12 +366,12 @@ def solve_by_clusters(problem: CountQuery, *, tolerance: float = 1e-10, gap_scal
     generation on the whole problem starts from the joined remap, with the rows deep
     inside the gaps held to it (:func:`bridge_columns`); its certificate is the usual one,
     and None is returned if it falls short (the caller then solves the whole problem).
-    ``fold`` is passed on to :func:`solve_by_column_generation`.
+    ``fold`` is passed on to :func:`solve_by_column_generation`; ``narrow`` to :func:`clusters_of`.
     """
     from dpopt.programs.column_generation.solve import solve_by_column_generation  # the loop imports this module
     if problem.loss_name not in ("absolute", "squared"):  # zero-one: the flow LP has no chains
         return None
-    parts = clusters_of(problem, gap_scales)
+    parts = clusters_of(problem, gap_scales, narrow=narrow)
     if len(parts) < 2:
         return None
     start = time.perf_counter()
