@@ -460,8 +460,12 @@ class Master:
                 # S = every 7th count; no duplicate, zero or non-finite entry): primal
                 # simplex from T = I went to NaN in 158 pivots and stopped with an error, its
                 # IPM from scratch ended in "Solve error", and its dual simplex from scratch
-                # corrupted the heap and aborted the process. Another HiGHS algorithm on the
-                # same master can be that last one: Clarabel solves it (6 s).
+                # corrupted the heap and aborted the process. So after an error the dual
+                # simplex is never tried: primal simplex from T = I once (where that was not
+                # what failed: S = a random tenth, squared, alpha = 0.9, n = 5000, IPX failed
+                # and primal simplex solved it in 2 s), else Clarabel (6 s on the first).
+                if attempt != "primal" and self._primal_from_identity():
+                    break
                 return self.solve_interior()
         else:
             raise SolverError("HIGHS", self.h.modelStatusToString(status), "(column generation master)")
@@ -470,6 +474,16 @@ class Master:
         values = self._remap_values(np.asarray(solution.col_value)[self.first_t :])
         duals = self._loss_duals(np.asarray(solution.row_dual))
         return float(self.h.getInfo().objective_function_value) / self.objective_scale, values, duals
+
+    def _primal_from_identity(self) -> bool:
+        """Primal simplex from the feasible basis of T = I (:meth:`start_from_identity`) on fresh
+        factors, within the stall limit; whether it ended optimal (no error and no stall)."""
+        self.h.clearSolver()
+        self.start_from_identity()
+        self._configure("primal")
+        self.h.setOptionValue("simplex_iteration_limit", 3 * self.form.n + 2000)
+        run_status = self.h.run()
+        return run_status != highspy.HighsStatus.kError and self.h.getModelStatus() == highspy.HighsModelStatus.kOptimal
 
     def _simplex_optimal(self, status: highspy.HighsModelStatus) -> bool:
         """Whether an "Unknown" simplex run ended on a basis with no primal or dual

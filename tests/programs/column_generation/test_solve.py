@@ -234,16 +234,20 @@ class _ErrsOnce:
         return getattr(self._highs, name)
 
 
-def test_a_master_highs_errs_on_is_solved_by_clarabel_not_by_another_highs_algorithm(monkeypatch):
-    monkeypatch.setattr(forms._ChainForm, "first_strategy", lambda self, coarse_started=False: "primal")
+@pytest.mark.parametrize("first, then, solver", [("primal", None, "CLARABEL"), ("ipm", "primal", "HIGHS")])
+def test_a_master_highs_errs_on_never_goes_on_to_the_dual_simplex(monkeypatch, first, then, solver):
+    """After HiGHS's error: primal simplex from T = I once, unless that is what failed, then Clarabel;
+    never the dual simplex, which aborted the process after such errors."""
+    monkeypatch.setattr(forms._ChainForm, "first_strategy", lambda self, coarse_started=False: first)
     monkeypatch.setattr(masters, "new_highs", lambda options: _ErrsOnce(dpopt.solvers.new_highs(options)))
     attempts = []
     original = masters.Master._configure
     monkeypatch.setattr(masters.Master, "_configure", lambda master, strategy: attempts.append(strategy) or original(master, strategy))
     problem = dpopt.CountQuery(n=60, alpha=0.6, loss="squared", side_information=list(range(0, 61, 4)))
     result = solve_by_column_generation(problem, closed_forms=False, flow=False)
-    assert attempts[0] == "primal" and result.history[0]["solver"] == "CLARABEL"
-    assert attempts.count("dual") == 0 or attempts.index("dual") > 1  # no HiGHS algorithm right after the error
+    assert attempts[0] == first and result.history[0]["solver"] == solver
+    assert attempts[1] == then if then else attempts[1:2] != ["ipm"]
+    assert "dual" not in attempts[:2] and "unscaled ipm" not in attempts[:2]
     lp = dpopt.solve(problem, "lp")
     assert result.within(1e-9, 1e-10) and abs(result.upper_bound - lp.details["solver_objective"]) <= 1e-8 * result.upper_bound
     assert result.mechanism.certificate(problem.epsilon).ok
