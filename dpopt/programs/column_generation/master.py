@@ -416,8 +416,9 @@ class Master:
         (``"refactored dual"``: from the current basis factorised afresh) or ``"ipm"`` (interior point + crossover, from scratch; ``"dualized ipm"``: on
         the master's dual), or ``"interior"``
         (Clarabel, :meth:`solve_interior`). On failure the others are tried from scratch,
-        except after HiGHS reports an error (not a stall): then Clarabel's interior point
-        (:attr:`has_basis` is then False). ``checked``: the caller verifies the basis
+        except after HiGHS reports an error (not a stall): then primal simplex from T = I
+        once, unless that is what failed, and else Clarabel's interior point (:attr:`has_basis`
+        is then False); never the dual simplex. ``checked``: the caller verifies the basis
         exactly before trusting it (a master solved from a predicted basis), so a simplex
         run that HiGHS marks "Unknown" only for its objective check is accepted
         (:meth:`_simplex_optimal`).
