@@ -19,9 +19,6 @@ process); both are exact.
 from __future__ import annotations
 
 import argparse
-import time
-import tracemalloc
-from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -32,18 +29,7 @@ from dpopt.limits import memory_limit
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.staircase import discrete_staircase_noise
 from dpopt.methods.noise_adding import noise_matrix
-
-
-def _measure(run: Callable[[], Any]) -> tuple[float, float, Any]:
-    """Seconds of an untraced run, then the tracemalloc peak (MiB) of a traced one."""
-    start = time.perf_counter()
-    result = run()
-    seconds = time.perf_counter() - start
-    tracemalloc.start()
-    run()
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    return seconds, peak, result
+from count_query import measure  # same folder: one way to measure
 
 
 def new_route(delta: int, draws: int) -> float:
@@ -74,11 +60,11 @@ def main() -> None:
     new_route(10, 1), old_route(10, 1)  # imports and first-call set-up outside the measurements
     rows = []
     for delta in args.sensitivities:
-        seconds, peak, objective = _measure(lambda: new_route(delta, args.draws))
+        objective, seconds, peak = measure(lambda: new_route(delta, args.draws))
         matrix_bytes = 8.0 * (delta + 1) * (7 * delta + 1)
         row = {"sensitivity": delta, "seconds": seconds, "peak_MiB": peak, "objective": objective}
         if 4 * matrix_bytes <= memory_limit() and delta <= 5000:
-            base_seconds, base_peak, base_objective = _measure(lambda: old_route(delta, args.draws))
+            base_objective, base_seconds, base_peak = measure(lambda: old_route(delta, args.draws))
             row.update(baseline_seconds=base_seconds, baseline_peak_MiB=base_peak, same_objective=abs(base_objective - objective) <= 1e-9 * objective,
                        ratio=base_seconds / seconds, memory_ratio=base_peak / peak)
         else:
@@ -97,8 +83,8 @@ def release_table(sensitivities: list[int], draws: int) -> pd.DataFrame:
         noise = dpopt.solve(dpopt.NoiseAdding(sensitivity=delta, epsilon=1.0), "staircase").details["noise"]
         m = noise.half_width
         weights = noise.pmf(np.arange(-m - delta, m + delta + 1))  # as many as its sampler draws from
-        seconds, peak, _ = _measure(lambda: exact_choice(weights, draws, np.random.default_rng(1)))
-        base_seconds, base_peak, _ = _measure(lambda: ExactDiscrete(weights).sample(draws, np.random.default_rng(1)))
+        _, seconds, peak = measure(lambda: exact_choice(weights, draws, np.random.default_rng(1)))
+        _, base_seconds, base_peak = measure(lambda: ExactDiscrete(weights).sample(draws, np.random.default_rng(1)))
         rows.append({"sensitivity": delta, "weights": weights.size, "seconds": seconds, "peak_MiB": peak,
                      "all_weights_seconds": base_seconds, "all_weights_peak_MiB": base_peak,
                      "ratio": base_seconds / seconds, "memory_ratio": base_peak / peak})

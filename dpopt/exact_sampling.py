@@ -421,7 +421,7 @@ class BlockedDiscrete:
         top, bottom = self.blocks.probability(b)
         if top == 0:  # a block of zeros: never drawn
             return 0, bottom
-        within, whole = ExactDiscrete(self.weights[b * BLOCK:(b + 1) * BLOCK]).probability(index - b * BLOCK)
+        within, whole = self._block(b).probability(index - b * BLOCK)
         return top * within, bottom * whole
 
     def sample(self, count: int, source: Any) -> np.ndarray:
@@ -430,8 +430,12 @@ class BlockedDiscrete:
         out = np.empty(count, dtype=np.int64)
         for b in np.unique(chosen):
             where = chosen == b
-            out[where] = b * BLOCK + ExactDiscrete(self.weights[b * BLOCK:(b + 1) * BLOCK]).sample(int(where.sum()), source)
+            out[where] = b * BLOCK + self._block(b).sample(int(where.sum()), source)
         return out
+
+    def _block(self, b: int) -> ExactDiscrete:
+        """The exact distribution within block ``b`` (its weights alone)."""
+        return ExactDiscrete(self.weights[b * BLOCK:(b + 1) * BLOCK])
 
 
 def exact_choice(weights: Any, count: int, source: Any) -> np.ndarray:

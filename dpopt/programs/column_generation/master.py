@@ -442,7 +442,7 @@ class Master:
             # finished in fewer pivots, but in highspy 1.16.0 it ended the process with a
             # segmentation fault (absolute loss, alpha = 0.1, n = 3000, and alpha = 0.5,
             # n = 50,000), even from the same basis factorised afresh.
-            self.h.setOptionValue("simplex_iteration_limit", 3 * self.form.n + 2000)
+            self.h.setOptionValue("simplex_iteration_limit", self._stall_limit)
         for attempt, warm in attempts:
             self._configure(attempt)
             if attempt != "primal":
@@ -476,13 +476,18 @@ class Master:
         duals = self._loss_duals(np.asarray(solution.row_dual))
         return float(self.h.getInfo().objective_function_value) / self.objective_scale, values, duals
 
+    @property
+    def _stall_limit(self) -> int:
+        """Primal simplex pivots after which a master counts as stalled."""
+        return 3 * self.form.n + 2000
+
     def _primal_from_identity(self) -> bool:
         """Primal simplex from the feasible basis of T = I (:meth:`start_from_identity`) on fresh
         factors, within the stall limit; whether it ended optimal (no error and no stall)."""
         self.h.clearSolver()
         self.start_from_identity()
         self._configure("primal")
-        self.h.setOptionValue("simplex_iteration_limit", 3 * self.form.n + 2000)
+        self.h.setOptionValue("simplex_iteration_limit", self._stall_limit)
         run_status = self.h.run()
         return run_status != highspy.HighsStatus.kError and self.h.getModelStatus() == highspy.HighsModelStatus.kOptimal
 
