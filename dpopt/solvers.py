@@ -118,8 +118,12 @@ def _check_solver(solver: str, owner: str) -> str:
     return name
 
 
-def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = "program") -> SolveInfo:
+def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = "program",
+                highs_first: dict[str, Any] | None = None) -> SolveInfo:
     """Solve ``program`` and return how; raise :class:`SolverError` unless optimal.
+
+    ``highs_first``: HiGHS options for the first attempt only (e.g. its interior point for
+    an LP on which the default simplex is slow); the retries below are unchanged.
 
     HiGHS is retried when it fails or returns a point that violates a constraint by
     more than ``VIOLATION_RETRY`` although it reports "optimal": first without
@@ -135,7 +139,8 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
     options = dict(SOLVER_OPTIONS.get(name, {}))
     start = time.perf_counter()
     best: tuple[float, float, list[Any]] | None = None  # (violation, objective, variable values)
-    status = _attempt(program, name, options)
+    first = {**options, "highs_options": dict(highs_first)} if name == "HIGHS" and highs_first else options
+    status = _attempt(program, name, first)
     if status == cp.OPTIMAL:
         best = _snapshot(program)
     if name == "HIGHS":

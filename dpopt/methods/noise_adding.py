@@ -48,6 +48,7 @@ from dpopt.mechanisms.piecewise_noise import GRID_SAMPLER, MAX_CELLS_PER_PIECE, 
 from dpopt.mechanisms.staircase import DiscreteStaircaseMechanism, optimal_gamma
 from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding, matrix_bytes
 from dpopt.programs.noise_adding import (
+    GridProgram,
     build_grid_program,
     build_noise_program,
     grid_functionals,
@@ -147,8 +148,8 @@ def _closed_form(problem: NoiseAdding, noise: PeriodicNoise, method: str) -> Sol
 
 def _lp_memory(problem: Any) -> tuple[float, str]:
     """The window LP: 2M + 1 variables, one constraint per (z, shift) with |shift| <= Delta."""
-    if _real(problem):  # about 1 kB per privacy row through cvxpy and HiGHS
-        return 1000.0 * grid_rows(symmetric_shifts(problem.neighbouring_set), problem.sensitivity, problem.grid, problem.window), "grid"
+    if _real(problem):  # about 1 kB per privacy row or variable through cvxpy and HiGHS
+        return 1000.0 * sum(grid_rows(symmetric_shifts(problem.neighbouring_set), problem.sensitivity, problem.grid, problem.window)), "grid"
     return 2400.0 * (2 * problem.window + 1) * (2 * problem.sensitivity + 1), "window"
 
 
@@ -304,14 +305,29 @@ def grid_noise(problem: NeighbouringSetNoise, values: np.ndarray) -> PiecewiseNo
     return PiecewiseNoise(step * np.arange(cells + 1), logs, problem.sensitivity, problem.alpha)
 
 
+#: HiGHS's interior point with crossover for grid LPs with many privacy rows per line cell
+#: (:data:`INTERIOR_ROWS_PER_CELL`), its default (simplex) below. Measured (same process,
+#: benchmarks/neighbouring_sets.py and the notes of 2026-11-27): V4 = [0, 1001] at 200 cells per
+#: Delta, 4 periods: 2.1 -> 1.4 s with the range-maximum rows; V = [0, 60] U [1000, 1001] at
+#: 400 (24 offsets a run): 3.8 -> 1.8 s with one row per pair; but V1 at 1001 cells and 12
+#: periods (about 8 rows per cell): 7.0 -> 16.8 s and 5.6e-9 (relative) less accurate.
+GRID_LP_HIGHS = {"solver": "ipm", "run_crossover": "on"}
+INTERIOR_ROWS_PER_CELL = 16
+
+
+def grid_lp_highs(built: GridProgram) -> dict[str, str] | None:
+    """HiGHS's options for the first attempt at ``built`` (:data:`GRID_LP_HIGHS` or its defaults)."""
+    return GRID_LP_HIGHS if built.privacy_rows >= INTERIOR_ROWS_PER_CELL * built.line.size else None
+
+
 def solve_grid_lp(problem: NeighbouringSetNoise, solver: str | None, repair: bool) -> Solution:
     """The grid LP, repaired by the least mix with a strictly private member of its family."""
     shifts = symmetric_shifts(problem.neighbouring_set)
     d, grid, cells = problem.sensitivity, problem.grid, problem.grid * problem.window
     built = build_grid_program(shifts, d, problem.epsilon, grid, problem.window, problem.power)
-    info = run_program(built.program, solver=solver, owner="noise_adding lp")
+    info = run_program(built.program, solver=solver, owner="noise_adding lp", highs_first=grid_lp_highs(built))
     if repair:
-        values, weight = repair_cells(built.p.value, built.rows, built.mass, strictly_private_cells(cells, grid, problem.epsilon))
+        values, weight = repair_cells(built.p.value, built, strictly_private_cells(cells, grid, problem.epsilon))
     else:
         values, weight = np.clip(built.p.value, 0.0, None), 0.0
         values = values / (built.mass @ values)

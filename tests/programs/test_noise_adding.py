@@ -1,0 +1,135 @@
+"""The grid LP's privacy rows (dpopt.programs.noise_adding): the range-maximum table against one row per pair."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import sparse
+
+from dpopt.lazy_modules import cvxpy as cp
+from dpopt.mechanisms.neighbouring_sets import symmetric_shifts
+from dpopt.programs.noise_adding import (
+    DIRECT_RUN,
+    build_grid_program,
+    grid_functionals,
+    grid_line,
+    grid_privacy_matrix,
+    grid_privacy_rows,
+    grid_rows,
+    grid_shifts,
+    grid_violation_weight,
+    mix_with_strict,
+    offset_runs,
+    range_blocks,
+    strictly_private_cells,
+)
+from dpopt.solvers import run_program
+
+
+@st.composite
+def neighbouring_sets(draw: st.DrawFn) -> np.ndarray:
+    """A union of 1-3 intervals in [0, 10] (some of them points), as dpopt reads V."""
+    ends = sorted(draw(st.lists(st.floats(0.0, 9.0, allow_subnormal=False), min_size=1, max_size=5, unique=True)))
+    ends.append(draw(st.floats(9.5, 10.0)))  # Delta, in an interval of positive length
+    if len(ends) % 2:
+        ends.insert(0, 0.0) if ends[0] > 0.0 else ends.pop(0)
+    pairs = [[ends[i], ends[i + 1]] for i in range(0, len(ends), 2)]
+    pairs[-1][0] = min(pairs[-1][0], 9.0)
+    if draw(st.booleans()):
+        pairs[0][0] = 0.0
+    return np.array(pairs)
+
+
+def block_maxima(values: np.ndarray, levels: int) -> list[np.ndarray]:
+    """``U_k(a) = max(values[a : a + 2^k])`` for k = 1..levels, computed directly."""
+    windows = np.lib.stride_tricks.sliding_window_view
+    return [windows(values, 1 << k).max(axis=1) for k in range(1, levels + 1)]
+
+
+def test_offset_runs():
+    np.testing.assert_array_equal(offset_runs(np.array([-7, -6, -5, -2, -1, 1, 2, 5, 6, 7])), [[-7, -5], [-2, -1], [1, 2], [5, 7]])
+    assert offset_runs(np.zeros(0)).shape == (0, 2)
+
+
+@settings(max_examples=100)
+@given(size=st.integers(1, 80), lo=st.integers(-90, 90), length=st.integers(1, 90))
+def test_two_blocks_cover_exactly_each_targets_range(size, lo, length):
+    hi = lo + length - 1
+    targets, k, first, second = range_blocks(size, (lo, hi))
+    expected = {b: set(range(max(b - hi, 0), min(b - lo, size - 1) + 1)) for b in range(size)}
+    assert sorted(targets) == [b for b in range(size) if expected[b]]
+    for b, level, one, two in zip(targets, k, first, second):
+        assert set(range(one, one + (1 << level))) | set(range(two, two + (1 << level))) == expected[b]
+
+
+@settings(max_examples=60)
+@given(v=neighbouring_sets(), grid=st.integers(1, 30), window=st.integers(1, 4), epsilon=st.floats(0.05, 3.0),
+       seed=st.integers(0, 2**32 - 1), noise=st.sampled_from([0.0, 1e-6, 0.3]), direct_run=st.sampled_from([1, 4, DIRECT_RUN]))
+def test_table_rows_take_the_same_values_as_one_row_per_pair(v, grid, window, epsilon, seed, noise, direct_run):
+    """With U the exact block maxima, the largest table row is the largest pair row (or 0): the same test of privacy.
+
+    Together with ``U >= block maxima`` for every feasible U (the level rows), this is the
+    exactness of the formulation; p is near a private density or far from one.
+    """
+    cells, decay, bound = grid * window, float(np.exp(-epsilon)), float(np.exp(epsilon))
+    offsets = grid_shifts(symmetric_shifts(v), float(v.max()) / grid)
+    rows, table = grid_privacy_rows(cells, grid, decay, offsets, bound, direct_run)
+    estimate = grid_rows(symmetric_shifts(v), float(v.max()), grid, window)
+    if direct_run == DIRECT_RUN:  # the estimate is for the LP dpopt builds
+        assert rows.shape[0] <= estimate[0] and rows.shape[1] == cells + table <= estimate[1]
+    size = grid_line(cells, grid, decay).size
+    runs = [(int(lo), int(hi)) for lo, hi in offset_runs(offsets)]
+    blocks = [range_blocks(size, run) for run in runs if run[1] - run[0] + 1 > direct_run]
+    levels = max((int(k.max()) for _, k, _, _ in blocks if k.size), default=0)
+    assert rows.shape[0] == (sum(2 * (size - (1 << k) + 1) for k in range(1, levels + 1))  # U_k >= both halves
+                             + sum(int(np.sum(1 + (one != two))) for _, _, one, two in blocks)  # two blocks <= e^eps value(b)
+                             + sum(size - abs(j) for lo, hi in runs if hi - lo + 1 <= direct_run for j in range(lo, hi + 1)))
+    rng = np.random.default_rng(seed)
+    p = strictly_private_cells(cells, grid, epsilon) * np.exp(noise * rng.standard_normal(cells))
+    line = grid_line(cells, grid, decay).values(p)
+    z = np.concatenate([p, *block_maxima(line, levels)])
+    assert z.size == rows.shape[1]
+    pairs = grid_privacy_matrix(cells, grid, decay, offsets, bound) @ p
+    assert np.max(rows @ z) == pytest.approx(max(np.max(pairs), 0.0), rel=1e-12, abs=1e-15)
+
+
+@settings(max_examples=20)
+@given(v=neighbouring_sets(), grid=st.integers(8, 60), window=st.integers(1, 3), epsilon=st.floats(0.1, 2.0),
+       power=st.sampled_from([1, 2]), direct_run=st.sampled_from([1, 4, DIRECT_RUN]))
+def test_the_table_lp_has_the_optimum_of_the_lp_with_one_row_per_pair(v, grid, window, epsilon, power, direct_run):
+    """An independent route: the LP written with every (cell, offset) row, solved by HiGHS's default simplex."""
+    shifts, delta = symmetric_shifts(v), float(v.max())
+    built = build_grid_program(shifts, delta, epsilon, grid, window, power, direct_run)
+    run_program(built.program, owner="test", highs_first={"solver": "ipm", "run_crossover": "on"})
+    cells = grid * window
+    p = cp.Variable(cells, nonneg=True)
+    mass, cost = grid_functionals(cells, grid, delta / grid, float(np.exp(-epsilon)), power)
+    pairs = grid_privacy_matrix(cells, grid, float(np.exp(-epsilon)), grid_shifts(shifts, delta / grid), float(np.exp(epsilon)))
+    direct = cp.Problem(cp.Minimize(cost @ p), [pairs @ p <= 0, mass @ p == 1])
+    run_program(direct, owner="test")
+    assert built.program.value == pytest.approx(direct.value, rel=1e-8)
+
+
+@settings(max_examples=30)
+@given(v=neighbouring_sets(), grid=st.integers(1, 12), window=st.integers(1, 3), epsilon=st.floats(0.05, 3.0),
+       seed=st.integers(0, 2**32 - 1), noise=st.sampled_from([0.0, 1e-9, 1e-4, 0.5]))
+def test_repair_weight_without_the_pair_matrix_is_the_matrix_one(v, grid, window, epsilon, seed, noise):
+    cells, decay, bound = grid * window, float(np.exp(-epsilon)), float(np.exp(epsilon))
+    offsets = grid_shifts(symmetric_shifts(v), float(v.max()) / grid)
+    q = strictly_private_cells(cells, grid, epsilon)
+    p = q[::-1].copy() if noise == 0.5 else q * np.exp(noise * np.random.default_rng(seed).standard_normal(cells))
+    line = grid_line(cells, grid, decay)
+    for some in [offsets] + [offsets[i : i + 1] for i in range(len(offsets))]:  # all offsets, and each alone
+        _, expected = mix_with_strict(p, q, sparse.csr_array(grid_privacy_matrix(cells, grid, decay, some, bound)))
+        weight = grid_violation_weight(p, q, line, some, bound)
+        assert (weight == 0.0) == (expected == 0.0)
+        assert weight == pytest.approx(expected / (1 + 1e-6), rel=1e-6, abs=2e-15)
+
+
+def test_a_wide_interval_takes_a_few_rows_per_cell():
+    """The random probe's slow case (55 s through 1,352,502 pair rows): V = [1, 7.3597], 200 cells per Delta, 8 periods."""
+    rows, variables = grid_rows(symmetric_shifts(np.array([[1.0, 7.3597]])), 7.3597, 200, 8)
+    pair_rows = len(grid_shifts(symmetric_shifts(np.array([[1.0, 7.3597]])), 7.3597 / 200)) * (2 * 1600 + 4 * 200)
+    assert rows < pair_rows / 15 and variables < 30_000
