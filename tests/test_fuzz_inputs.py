@@ -33,7 +33,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from dpopt.cli import main
@@ -186,6 +186,66 @@ def test_mutated_problem_files_end_in_a_certified_result_or_one_line(case, comma
         else:
             args = ["solve", str(problem)]
         check_outcome(*run_cli(*args), export)
+
+
+# --- sweep files ---------------------------------------------------------------------------
+
+#: The example sweeps of ``sweeps/``, made small (each valid mutation runs all its cells).
+SWEEPS = {path.name: tomllib.loads(path.read_text()) for path in sorted((PROBLEMS.parent / "sweeps").glob("*.toml"))}
+SWEEPS["count_alpha_n.toml"]["grid"] = {"alpha": [0.3, 0.7], "n": [3, 5]}
+SWEEPS["perrier_fig2_small.toml"].update(seeds=2, grid={"random.query.rows": [1, 2]})
+SWEEPS["perrier_fig2_small.toml"]["base"]["n"] = 100
+
+
+#: Values a sweep field could well hold (so that many mutated sweeps run), beside the fuzz values.
+PLAUSIBLE = st.sampled_from([
+    [0.1, 0.9], [0.5], [1, 2], [2, 3, 4], ["absolute", "squared"], ["zero_one"], ["laplace", "gaussian"], ["lp"],
+    ["factored", "auto"], ["strategy2"], 0.5, 3, 1.0, "absolute", "laplace", {"alpha": [0.2]}, {"n": [2, 4]},
+    {"epsilon": [0.5, 1.0]}, {"generator": "uniform_matrix", "rows": 2, "columns": 3}, "lp", "base.n", "random.query",
+]).map(copy.deepcopy)
+
+
+@st.composite
+def mutated_sweeps(draw: Any) -> bytes:
+    """A small example sweep with one or two fields (top level or in a table) replaced, deleted or added."""
+    document = json.loads(json.dumps(SWEEPS[draw(st.sampled_from(sorted(SWEEPS)))]))
+    for _ in range(draw(st.integers(1, 2))):
+        tables = [value for value in document.values() if isinstance(value, dict)]
+        node = draw(st.sampled_from(tables + tables + [document]))  # mostly inside [base], [grid], [zip], [random]
+        keys = _keys(node)
+        action = draw(st.sampled_from(["replace", "replace", "delete", "add"]))
+        if action == "replace" and keys:
+            node[draw(st.sampled_from(keys))] = draw(PLAUSIBLE if draw(st.integers(0, 2)) else values)
+        elif action == "delete" and keys:
+            del node[draw(st.sampled_from(keys))]
+        else:
+            name = draw(st.sampled_from(["seeds", "record", "methods", "zip", "grid", "random", "base", "alpha", "n", "x.y"]))
+            node[name] = draw(values)
+    return to_toml(document).encode()
+
+
+@settings(max_examples=200 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=mutated_sweeps())
+def test_mutated_sweep_files_end_in_a_table_or_one_line(data):
+    """A sweep ends with its table (a failed cell is a row with its error) or one line naming a field."""
+    import pandas as pd
+
+    with tempfile.TemporaryDirectory() as folder:
+        sweep, table = Path(folder) / "sweep.toml", Path(folder) / "out" / "table.parquet"
+        sweep.write_bytes(data)
+        table.parent.mkdir()
+        code, out, err = run_cli("sweep", str(sweep), "--output", str(table), "--no-progress")
+        event(f"exit {code}")
+        assert "Traceback" not in err, err
+        assert code in (0, 2), f"exit {code}: {err}"
+        if code == 2:
+            assert out == "" and err.count("\n") == 1, err
+            assert FIELD.search(err) or "dpopt: error: /" in err, err
+            assert not table.exists()
+            return
+        frame = pd.read_parquet(table)
+        assert len(frame) > 0
+        assert (frame["certificate_ok"].fillna(False) | (frame["error"] != "")).all(), frame
 
 
 # --- the export readers -------------------------------------------------------------------
