@@ -1,6 +1,6 @@
 """Integer noise at large sensitivity: the closed forms' solve, certificate and exact draws.
 
-    python benchmarks/noise_adding.py [--sensitivities 100 1000 5000 100000] [--draws 1000]
+    python benchmarks/noise_adding.py [--sensitivities 100 1000 5000 100000] [--draws 1000] [--lp-sensitivities 50 100 200 300]
 
 For each Delta, ``dpopt.solve(NoiseAdding(sensitivity=Delta, epsilon=1), "staircase")`` then
 ``--draws`` exact releases: wall time and tracemalloc peak. The baseline, run in the same
@@ -14,6 +14,12 @@ periods: 6 Delta + 1 weights) through :func:`dpopt.exact_sampling.exact_choice`,
 block of weights first from 65,536 weights on (:class:`~dpopt.exact_sampling.BlockedDiscrete`),
 against :class:`~dpopt.exact_sampling.ExactDiscrete` over all of them (the route before, same
 process); both are exact.
+
+The third table times the program itself, ``lp`` (build, solve, repair): its privacy rows
+through a range-maximum table once Delta > 64 and HiGHS's interior point, against the route
+before session 25 in the same process: one row per (value, shift), 2 Delta per value, and
+HiGHS's defaults. Both are checked against the staircase's closed form. The baseline is run
+up to ``--lp-baseline-max`` (at Delta = 300 its matrix has 1.1 million rows).
 """
 
 from __future__ import annotations
@@ -28,7 +34,11 @@ from dpopt.exact_sampling import ExactDiscrete, exact_choice
 from dpopt.limits import memory_limit
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.staircase import discrete_staircase_noise
-from dpopt.methods.noise_adding import noise_matrix
+from dpopt.lazy_modules import cvxpy as cp
+from dpopt.methods.noise_adding import INTERIOR_POINT, noise_matrix
+from dpopt.programs.noise_adding import (DIRECT_RUN, build_noise_program, cost_vector, mass_vector, mix_with_strict, privacy_matrix,
+                                         repair_window, strictly_private_window)
+from dpopt.solvers import run_program
 from count_query import measure  # same folder: one way to measure
 
 
@@ -56,6 +66,8 @@ def main() -> None:
     parser.add_argument("--sensitivities", type=int, nargs="+", default=[100, 1000, 5000, 100_000])
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--release-sensitivities", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--lp-sensitivities", type=int, nargs="+", default=[50, 100, 200, 300, 500, 1000])
+    parser.add_argument("--lp-baseline-max", type=int, default=300)
     args = parser.parse_args()
     new_route(10, 1), old_route(10, 1)  # imports and first-call set-up outside the measurements
     rows = []
@@ -75,6 +87,45 @@ def main() -> None:
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         print(f"\n{args.draws} exact draws from the staircase noise's 6 Delta + 1 weights: blocks first against all weights at once")
         print(release_table(args.release_sensitivities, args.draws).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print("\nThe window LP (epsilon = 1, absolute cost): build, solve, repair; baseline = one row per (value, shift), HiGHS's defaults")
+        print(lp_table(args.lp_sensitivities, args.lp_baseline_max).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+
+
+def lp_route(problem: dpopt.NoiseAdding) -> float:
+    """``lp`` as dpopt runs it: range-maximum rows (Delta > 64) and the interior point first; E|Z| after the repair."""
+    program, window = build_noise_program(problem)
+    run_program(program, owner="benchmark", highs_first=INTERIOR_POINT if problem.sensitivity > DIRECT_RUN else None)
+    repaired, _ = repair_window(window.value, problem)
+    return float(cost_vector(problem.window, problem.sensitivity, problem.alpha, 1) @ repaired)
+
+
+def lp_baseline(problem: dpopt.NoiseAdding) -> float:
+    """The route before: one row per (value, shift), HiGHS's defaults, repaired through that matrix."""
+    m, d, b = problem.window, problem.sensitivity, problem.alpha
+    rows, mass = privacy_matrix(m, d, b), mass_vector(m, d, b)
+    window = cp.Variable(2 * m + 1, nonneg=True)
+    run_program(cp.Problem(cp.Minimize(cost_vector(m, d, b, 1) @ window), [rows @ window <= 0, mass @ window == 1]), owner="benchmark")
+    p = np.clip(window.value, 0.0, None)
+    repaired, _ = mix_with_strict(p / (mass @ p), strictly_private_window(m, d, b), rows)
+    return float(cost_vector(m, d, b, 1) @ repaired)
+
+
+def lp_table(sensitivities: list[int], baseline_max: int) -> pd.DataFrame:
+    rows = []
+    for delta in sensitivities:
+        problem = dpopt.NoiseAdding(sensitivity=delta, epsilon=1.0)
+        closed_form = dpopt.solve(problem, "staircase").objective
+        objective, seconds, peak = measure(lambda: lp_route(problem))
+        size = 2 * problem.window + 1 + 2 * delta  # the window and one period each side
+        row = {"sensitivity": delta, "pair rows": 2 * (delta * size - delta * (delta + 1) // 2), "seconds": seconds, "peak_MiB": peak,
+               "relative_gap_to_staircase": objective / closed_form - 1}
+        if delta <= baseline_max:
+            base_objective, base_seconds, base_peak = measure(lambda: lp_baseline(problem))
+            row.update(baseline_seconds=base_seconds, baseline_peak_MiB=base_peak, ratio=base_seconds / seconds,
+                       memory_ratio=base_peak / peak, baseline_gap_to_staircase=base_objective / closed_form - 1)
+        rows.append(row)
+        print(f"lp, Delta = {delta}: done", flush=True)
+    return pd.DataFrame(rows)
 
 
 def release_table(sensitivities: list[int], draws: int) -> pd.DataFrame:

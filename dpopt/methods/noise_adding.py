@@ -48,6 +48,7 @@ from dpopt.mechanisms.piecewise_noise import GRID_SAMPLER, MAX_CELLS_PER_PIECE, 
 from dpopt.mechanisms.staircase import DiscreteStaircaseMechanism, optimal_gamma
 from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding, matrix_bytes
 from dpopt.programs.noise_adding import (
+    DIRECT_RUN,
     GridProgram,
     build_grid_program,
     build_noise_program,
@@ -57,6 +58,7 @@ from dpopt.programs.noise_adding import (
     repair_cells,
     repair_window,
     strictly_private_cells,
+    window_rows,
 )
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
@@ -147,10 +149,10 @@ def _closed_form(problem: NoiseAdding, noise: PeriodicNoise, method: str) -> Sol
 
 
 def _lp_memory(problem: Any) -> tuple[float, str]:
-    """The window LP: 2M + 1 variables, one constraint per (z, shift) with |shift| <= Delta."""
+    """The window LP (or the grid LP): about 1 kB per row or variable through cvxpy and HiGHS."""
     if _real(problem):  # about 1 kB per privacy row or variable through cvxpy and HiGHS
         return 1000.0 * sum(grid_rows(symmetric_shifts(problem.neighbouring_set), problem.sensitivity, problem.grid, problem.window)), "grid"
-    return 2400.0 * (2 * problem.window + 1) * (2 * problem.sensitivity + 1), "window"
+    return 1000.0 * sum(window_rows(problem.sensitivity, problem.window)), "window"
 
 
 def _integer(problem: Any) -> bool:
@@ -178,6 +180,22 @@ def _lp_applies(problem: Any) -> bool:
     return _integer(problem) or problem.epsilon <= MAX_COEFFICIENT_EXPONENT
 
 
+#: HiGHS's interior point with crossover, first for the integer window LP with range-maximum rows
+#: (Delta > DIRECT_RUN) and for grid LPs with many privacy rows per line cell
+#: (:data:`INTERIOR_ROWS_PER_CELL`), its default (simplex) below. Measured (same process,
+#: benchmarks/neighbouring_sets.py and the notes of 2026-11-27): V4 = [0, 1001] at 200 cells per
+#: Delta, 4 periods: 2.1 -> 1.4 s with the range-maximum rows; V = [0, 60] U [1000, 1001] at
+#: 400 (24 offsets a run): 3.8 -> 1.8 s with one row per pair; but V1 at 1001 cells and 12
+#: periods (about 8 rows per cell): 7.0 -> 16.8 s and 5.6e-9 (relative) less accurate.
+INTERIOR_POINT = {"solver": "ipm", "run_crossover": "on"}
+INTERIOR_ROWS_PER_CELL = 16
+
+
+def grid_lp_highs(built: GridProgram) -> dict[str, str] | None:
+    """HiGHS's options for the first attempt at ``built`` (:data:`INTERIOR_POINT` or its defaults)."""
+    return INTERIOR_POINT if built.privacy_rows >= INTERIOR_ROWS_PER_CELL * built.line.size else None
+
+
 @register(KIND, "lp", exact=True, exact_when=_integer, applies=_lp_applies, releases=_releases_exactly, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
           requires=f"for a neighbouring set, epsilon <= {MAX_COEFFICIENT_EXPONENT:g} (e^epsilon is an entry of the grid LP's "
                    "matrix, and HiGHS refuses entries above 1e15)",
@@ -186,7 +204,11 @@ def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:
     if _real(problem):
         return solve_grid_lp(problem, solver, repair)
     program, p = build_noise_program(problem)
-    info = run_program(program, solver=solver, owner="noise_adding lp")
+    # with the range-maximum rows (Delta > DIRECT_RUN) the interior point: Delta = 200 1.4 -> 0.43 s, 500 9.6 -> 2.3 s, and
+    # exact where the simplex stopped 2e-11 above the staircase; at Delta = 1000 it ends "unknown" after 13 s and the
+    # simplex retry (46 s) answers (2026-11-27, notes of session 25)
+    first = INTERIOR_POINT if problem.sensitivity > DIRECT_RUN else None
+    info = run_program(program, solver=solver, owner="noise_adding lp", highs_first=first)
     if repair:
         window, weight = repair_window(p.value, problem)
     else:  # clip and normalise only; the certificate reports whatever remains
@@ -303,21 +325,6 @@ def grid_noise(problem: NeighbouringSetNoise, values: np.ndarray) -> PiecewiseNo
     with np.errstate(divide="ignore"):
         logs = np.log(values)
     return PiecewiseNoise(step * np.arange(cells + 1), logs, problem.sensitivity, problem.alpha)
-
-
-#: HiGHS's interior point with crossover for grid LPs with many privacy rows per line cell
-#: (:data:`INTERIOR_ROWS_PER_CELL`), its default (simplex) below. Measured (same process,
-#: benchmarks/neighbouring_sets.py and the notes of 2026-11-27): V4 = [0, 1001] at 200 cells per
-#: Delta, 4 periods: 2.1 -> 1.4 s with the range-maximum rows; V = [0, 60] U [1000, 1001] at
-#: 400 (24 offsets a run): 3.8 -> 1.8 s with one row per pair; but V1 at 1001 cells and 12
-#: periods (about 8 rows per cell): 7.0 -> 16.8 s and 5.6e-9 (relative) less accurate.
-GRID_LP_HIGHS = {"solver": "ipm", "run_crossover": "on"}
-INTERIOR_ROWS_PER_CELL = 16
-
-
-def grid_lp_highs(built: GridProgram) -> dict[str, str] | None:
-    """HiGHS's options for the first attempt at ``built`` (:data:`GRID_LP_HIGHS` or its defaults)."""
-    return GRID_LP_HIGHS if built.privacy_rows >= INTERIOR_ROWS_PER_CELL * built.line.size else None
 
 
 def solve_grid_lp(problem: NeighbouringSetNoise, solver: str | None, repair: bool) -> Solution:

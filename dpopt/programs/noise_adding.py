@@ -25,7 +25,7 @@ from dpopt.mechanisms.integer_noise import tail_sums
 from dpopt.problems.noise_adding import NoiseAdding
 
 __all__ = ["build_noise_program", "extension_matrix", "cost_vector", "build_grid_program", "GridProgram", "grid_shifts", "grid_privacy_rows",
-           "grid_rows", "repair_cells"]
+           "grid_rows", "line_privacy_rows", "repair_cells", "window_line", "window_rows"]
 
 
 def extension_matrix(m: int, period: int, decay: float) -> sparse.csr_array:
@@ -54,7 +54,8 @@ def cost_vector(m: int, period: int, decay: float, power: int) -> np.ndarray:
 
 
 def privacy_matrix(m: int, period: int, alpha: float) -> sparse.csr_array:
-    """A with ``A @ window <= 0`` iff every shift-1..Delta ratio is within e^epsilon."""
+    """A with ``A @ window <= 0`` iff every shift-1..Delta ratio is within e^epsilon: one row per
+    (value, shift), the reference :func:`build_noise_program`'s range-maximum rows are tested against."""
     ext = extension_matrix(m, period, alpha)
     size = ext.shape[0]
     blocks = []
@@ -76,12 +77,41 @@ def mass_vector(m: int, period: int, decay: float) -> np.ndarray:
     return mass
 
 
-def build_noise_program(problem: NoiseAdding) -> tuple[cp.Problem, cp.Variable]:
-    """The LP of ``problem`` and its window variable."""
+def window_line(m: int, period: int, decay: float) -> GridLine:
+    """:func:`extension_matrix` as a line: the window and one decayed period on each side."""
+    size = 2 * m + 1
+    free = np.concatenate([np.arange(period), np.arange(size), np.arange(size - period, size)])
+    coef = np.concatenate([np.full(period, decay), np.ones(size), np.full(period, decay)])
+    return GridLine(free, coef)
+
+
+def window_shifts(period: int) -> np.ndarray:
+    """The shifts a neighbour can make to an integer query of sensitivity ``period``: +-1..+-period."""
+    return np.concatenate([np.arange(-period, 0), np.arange(1, period + 1)])
+
+
+def build_noise_program(problem: NoiseAdding) -> tuple[cp.Problem, cp.Expression]:
+    """The LP of ``problem`` and its window (an expression when range-maximum variables follow it).
+
+    Privacy ``alpha value(z) <= value(z + s)`` for shifts ``0 < |s| <= Delta`` through
+    :func:`line_privacy_rows` (a range-maximum table once Delta exceeds :data:`DIRECT_RUN`),
+    scaled so that no coefficient exceeds 1 (the rows of :func:`privacy_matrix`).
+    """
     m, d, b = problem.window, problem.sensitivity, problem.alpha
-    p = cp.Variable(2 * m + 1, nonneg=True, name="p")
+    rows, table = line_privacy_rows(window_line(m, d, b), 2 * m + 1, window_shifts(d), b, 1.0)
+    z = cp.Variable(2 * m + 1 + table, nonneg=True, name="window_and_table")
+    p = z[: 2 * m + 1] if table else z
     objective = cp.Minimize(cost_vector(m, d, b, problem.power) @ p)
-    return cp.Problem(objective, [privacy_matrix(m, d, b) @ p <= 0, mass_vector(m, d, b) @ p == 1]), p
+    return cp.Problem(objective, [rows @ z <= 0, mass_vector(m, d, b) @ p == 1]), p
+
+
+def window_rows(sensitivity: int, window: int) -> tuple[int, int]:
+    """Upper bounds on the ``(rows, variables)`` of :func:`build_noise_program` (the memory estimate)."""
+    size = 2 * window + 1 + 2 * sensitivity
+    if sensitivity <= DIRECT_RUN:
+        return size * 2 * sensitivity, 2 * window + 1
+    levels = int(np.log2(min(sensitivity, size)))
+    return size * (4 + 2 * levels), 2 * window + 1 + RangeMaxTable(size, levels, 0).variables
 
 
 def strictly_private_window(m: int, period: int, decay: float) -> np.ndarray:
@@ -105,8 +135,9 @@ def repair_window(window: np.ndarray, problem: NoiseAdding) -> tuple[np.ndarray,
     m, d, b = problem.window, problem.sensitivity, problem.alpha
     mass = mass_vector(m, d, b)
     p = np.clip(np.asarray(window, dtype=float), 0.0, None)
-    p = p / (mass @ p)
-    return mix_with_strict(p, strictly_private_window(m, d, b), privacy_matrix(m, d, b))
+    p, q = p / (mass @ p), strictly_private_window(m, d, b)
+    # the rows of privacy_matrix divided by alpha, pair by pair (the same least weight; no matrix of all pairs)
+    return mix(p, q, grid_violation_weight(p, q, window_line(m, d, b), window_shifts(d), 1.0 / b))
 
 
 def least_mixing_weight(violation: np.ndarray, slack: np.ndarray, scale_p: np.ndarray, scale_q: np.ndarray) -> float:
@@ -264,7 +295,15 @@ def range_blocks(size: int, run: tuple[int, int]) -> tuple[np.ndarray, np.ndarra
 
 def grid_privacy_rows(cells: int, period: int, decay: float, offsets: np.ndarray, bound: float,
                       direct_run: int = DIRECT_RUN) -> tuple[sparse.csr_array, int]:
-    """Rows ``R @ [p, U] <= 0`` whose feasible p are exactly those of :func:`grid_privacy_matrix`.
+    """Rows ``R @ [p, U] <= 0`` whose feasible p are exactly those of :func:`grid_privacy_matrix`
+    (:func:`line_privacy_rows` on :func:`grid_line`)."""
+    return line_privacy_rows(grid_line(cells, period, decay), cells, offsets, 1.0, bound, direct_run)
+
+
+def line_privacy_rows(line: GridLine, free: int, offsets: np.ndarray, small: float, large: float,
+                      direct_run: int = DIRECT_RUN) -> tuple[sparse.csr_array, int]:
+    """Rows ``R @ [p, U] <= 0`` (p: the ``free`` cells) whose feasible p are exactly those with
+    ``small value(a) <= large value(a + j)`` for every line cell a and offset j with both on the line.
 
     A run of offsets ``[lo, hi]`` asks ``max_{a in [b - hi, b - lo]} value(a) <= e^eps value(b)``
     for every cell b. Long runs bound that maximum by two overlapping power-of-two blocks
@@ -276,13 +315,12 @@ def grid_privacy_rows(cells: int, period: int, decay: float, offsets: np.ndarray
     Delta: 20 against 400).
     Every row has two non-zeros. Returns the rows and the number of table variables.
     """
-    line = grid_line(cells, period, decay)
     size = line.size
     runs = offset_runs(offsets)
     short = runs[:, 1] - runs[:, 0] + 1 <= direct_run
     ranges = [range_blocks(size, (int(lo), int(hi))) for lo, hi in runs[~short]]
     levels = max((int(k.max()) for _, k, _, _ in ranges if k.size), default=0)
-    table = RangeMaxTable(size, levels, cells)
+    table = RangeMaxTable(size, levels, free)
     start = table.start
 
     def column(level: np.ndarray, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -291,32 +329,32 @@ def grid_privacy_rows(cells: int, period: int, decay: float, offsets: np.ndarray
         col = np.where(at_line, line.free[cell], table.first + start[level] + cell)
         return col, np.where(at_line, line.coef[cell], 1.0)
 
-    lhs: list[tuple[np.ndarray, np.ndarray]] = []  # (level, cell) of the side that must be smaller
+    lhs: list[tuple[np.ndarray, np.ndarray, float]] = []  # (level, cell, factor) of the side that must be smaller
     rhs: list[tuple[np.ndarray, np.ndarray, float]] = []  # (level, cell, factor) of the side that bounds it
     for k in range(1, levels + 1):
         a = np.arange(size - (1 << k) + 1)
         for shift in (0, 1 << (k - 1)):
-            lhs.append((np.full(a.size, k - 1), a + shift))
+            lhs.append((np.full(a.size, k - 1), a + shift, 1.0))
             rhs.append((np.full(a.size, k), a, 1.0))
     for b, k, first, second in ranges:
         two = second != first  # a range of exactly 2^k cells is one block
         for level, cell, target in ((k, first, b), (k[two], second[two], b[two])):
-            lhs.append((level, cell))
-            rhs.append((np.zeros(target.size, dtype=np.int64), target, bound))
+            lhs.append((level, cell, small))
+            rhs.append((np.zeros(target.size, dtype=np.int64), target, large))
     for j in np.concatenate([np.arange(lo, hi + 1) for lo, hi in runs[short]] or [np.zeros(0, dtype=np.int64)]):
         a = np.arange(max(0, -j), min(size, size - j))
-        lhs.append((np.zeros(a.size, dtype=np.int64), a))
-        rhs.append((np.zeros(a.size, dtype=np.int64), a + j, bound))
-    small = [column(level, cell) for level, cell in lhs]
-    large = [column(level, cell) for level, cell, _ in rhs]
-    factor = np.concatenate([np.full(cell.size, f) for _, cell, f in rhs]) if rhs else np.zeros(0)
-    n_rows = int(sum(c.size for c, _ in small))
+        lhs.append((np.zeros(a.size, dtype=np.int64), a, small))
+        rhs.append((np.zeros(a.size, dtype=np.int64), a + j, large))
+    cols, data = [], []
+    for side, sign in ((lhs, 1.0), (rhs, -1.0)):
+        for level, cell, factor in side:
+            col, coef = column(level, cell)
+            cols.append(col)
+            data.append(sign * factor * coef)
+    n_rows = int(sum(cell.size for _, cell, _ in lhs))
     rows = np.arange(n_rows)
-    data = np.concatenate([np.concatenate([c for _, c in small] or [np.zeros(0)]),
-                           -factor * np.concatenate([c for _, c in large] or [np.zeros(0)])])
-    cols = np.concatenate([np.concatenate([c for c, _ in small] or [np.zeros(0, dtype=np.int64)]),
-                           np.concatenate([c for c, _ in large] or [np.zeros(0, dtype=np.int64)])])
-    matrix = sparse.csr_array((data, (np.concatenate([rows, rows]), cols)), shape=(n_rows, cells + table.variables))
+    matrix = sparse.csr_array((np.concatenate(data or [np.zeros(0)]), (np.concatenate([rows, rows]), np.concatenate(cols or [np.zeros(0, dtype=np.int64)]))),
+                              shape=(n_rows, free + table.variables))
     return matrix, table.variables
 
 

@@ -1,4 +1,4 @@
-"""The grid LP's privacy rows (dpopt.programs.noise_adding): the range-maximum table against one row per pair."""
+"""The noise LPs' privacy rows (dpopt.programs.noise_adding): the range-maximum table against one row per pair."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from scipy import sparse
 
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.mechanisms.neighbouring_sets import symmetric_shifts
+from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.programs.noise_adding import (
     DIRECT_RUN,
     build_grid_program,
+    build_noise_program,
+    extension_matrix,
     grid_functionals,
     grid_line,
     grid_privacy_matrix,
@@ -20,10 +23,18 @@ from dpopt.programs.noise_adding import (
     grid_rows,
     grid_shifts,
     grid_violation_weight,
+    line_privacy_rows,
+    mass_vector,
     mix_with_strict,
     offset_runs,
+    privacy_matrix,
     range_blocks,
+    repair_window,
     strictly_private_cells,
+    strictly_private_window,
+    window_line,
+    window_rows,
+    window_shifts,
 )
 from dpopt.solvers import run_program
 
@@ -133,3 +144,50 @@ def test_a_wide_interval_takes_a_few_rows_per_cell():
     rows, variables = grid_rows(symmetric_shifts(np.array([[1.0, 7.3597]])), 7.3597, 200, 8)
     pair_rows = len(grid_shifts(symmetric_shifts(np.array([[1.0, 7.3597]])), 7.3597 / 200)) * (2 * 1600 + 4 * 200)
     assert rows < pair_rows / 15 and variables < 30_000
+
+
+# --- the integer window LP (noise_adding with an integer sensitivity) ----------------------
+
+@settings(max_examples=60)
+@given(delta=st.integers(1, 12), extra=st.integers(0, 20), epsilon=st.floats(0.05, 5.0), seed=st.integers(0, 2**32 - 1),
+       noise=st.sampled_from([0.0, 1e-6, 0.3]), direct_run=st.sampled_from([1, 3, DIRECT_RUN]))
+def test_window_rows_take_the_same_values_as_one_row_per_value_and_shift(delta, extra, epsilon, seed, noise, direct_run):
+    """As for the grid: with U the exact block maxima, the largest row is the largest row of :func:`privacy_matrix` (or 0)."""
+    m, alpha = delta + extra, float(np.exp(-epsilon))
+    rows, table = line_privacy_rows(window_line(m, delta, alpha), 2 * m + 1, window_shifts(delta), alpha, 1.0, direct_run)
+    if direct_run == DIRECT_RUN:
+        estimate = window_rows(delta, m)
+        assert rows.shape[0] <= estimate[0] and rows.shape[1] <= estimate[1]
+    rng = np.random.default_rng(seed)
+    p = strictly_private_window(m, delta, alpha) * np.exp(noise * rng.standard_normal(2 * m + 1))
+    line = window_line(m, delta, alpha).values(p)
+    np.testing.assert_array_equal(line, extension_matrix(m, delta, alpha) @ p)
+    levels = next(n for n in range(40) if sum(line.size - (1 << k) + 1 for k in range(1, n + 1)) == table)
+    z = np.concatenate([p, *block_maxima(line, levels)])
+    assert np.max(rows @ z) == pytest.approx(max(np.max(privacy_matrix(m, delta, alpha) @ p), 0.0), rel=1e-12, abs=1e-15)
+
+
+@settings(max_examples=30)
+@given(delta=st.integers(1, 12), extra=st.integers(0, 12), epsilon=st.floats(0.05, 5.0), seed=st.integers(0, 2**32 - 1),
+       noise=st.sampled_from([1e-9, 1e-4, 0.5]))
+def test_window_repair_without_the_pair_matrix_is_the_matrix_one(delta, extra, epsilon, seed, noise):
+    problem = NoiseAdding(sensitivity=delta, epsilon=epsilon, window=delta + extra)
+    m, alpha = problem.window, problem.alpha
+    q = strictly_private_window(m, delta, alpha)
+    p = q * np.exp(noise * np.random.default_rng(seed).standard_normal(2 * m + 1))
+    expected, expected_weight = mix_with_strict(p / (mass_vector(m, delta, alpha) @ p), q, privacy_matrix(m, delta, alpha))
+    repaired, weight = repair_window(p, problem)
+    assert (weight == 0.0) == (expected_weight == 0.0)
+    assert weight == pytest.approx(expected_weight, rel=1e-6, abs=1e-15)
+    np.testing.assert_allclose(repaired, expected, rtol=1e-9, atol=1e-300)
+
+
+@pytest.mark.parametrize("cost", ["absolute", "squared"])
+def test_the_window_lp_through_the_table_is_the_staircase(cost):
+    """Delta = 100 > DIRECT_RUN: the range-maximum rows, solved by the interior point, against the closed form."""
+    import dpopt
+
+    problem = NoiseAdding(sensitivity=100, epsilon=0.7, cost=cost)
+    assert build_noise_program(problem)[0].variables()[0].size > 2 * problem.window + 1  # the table is there
+    lp, stair = dpopt.solve(problem, "lp"), dpopt.solve(problem, "staircase")
+    assert lp.certificate.ok and lp.objective == pytest.approx(stair.objective, rel=1e-9)
