@@ -23,9 +23,10 @@ from scipy import sparse
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.mechanisms.integer_noise import tail_sums
 from dpopt.problems.noise_adding import NoiseAdding
+from dpopt.programs.range_max import DIRECT_RUN, Line, RangeMaxTable, line_privacy_rows, offset_runs
 
 __all__ = ["build_noise_program", "extension_matrix", "cost_vector", "build_grid_program", "GridProgram", "grid_shifts", "grid_privacy_rows",
-           "grid_rows", "line_privacy_rows", "repair_cells", "window_line", "window_rows"]
+           "grid_rows", "repair_cells", "window_line", "window_rows"]
 
 
 def extension_matrix(m: int, period: int, decay: float) -> sparse.csr_array:
@@ -77,12 +78,12 @@ def mass_vector(m: int, period: int, decay: float) -> np.ndarray:
     return mass
 
 
-def window_line(m: int, period: int, decay: float) -> GridLine:
+def window_line(m: int, period: int, decay: float) -> Line:
     """:func:`extension_matrix` as a line: the window and one decayed period on each side."""
     size = 2 * m + 1
     free = np.concatenate([np.arange(period), np.arange(size), np.arange(size - period, size)])
     coef = np.concatenate([np.full(period, decay), np.ones(size), np.full(period, decay)])
-    return GridLine(free, coef)
+    return Line(free, coef)
 
 
 def window_shifts(period: int) -> np.ndarray:
@@ -137,7 +138,7 @@ def repair_window(window: np.ndarray, problem: NoiseAdding) -> tuple[np.ndarray,
     p = np.clip(np.asarray(window, dtype=float), 0.0, None)
     p, q = p / (mass @ p), strictly_private_window(m, d, b)
     # the rows of privacy_matrix divided by alpha, pair by pair (the same least weight; no matrix of all pairs)
-    return mix(p, q, grid_violation_weight(p, q, window_line(m, d, b), window_shifts(d), 1.0 / b))
+    return mix(p, q, pair_violation_weight(p, q, window_line(m, d, b), window_shifts(d), 1.0 / b))
 
 
 def least_mixing_weight(violation: np.ndarray, slack: np.ndarray, scale_p: np.ndarray, scale_q: np.ndarray) -> float:
@@ -190,30 +191,11 @@ def grid_shifts(shifts: np.ndarray, step: float) -> np.ndarray:
     return j[j != 0]
 
 
-@dataclass(frozen=True)
-class GridLine:
-    """The cells of ``[-(c + 2 Delta), c + 2 Delta)`` in terms of the free cells ``p_0..p_(K-1)`` of ``[0, c)``.
-
-    Line cell i is ``coef[i] * p[free[i]]``: a cell ``a >= K`` is ``decay^q p_(a - q P)`` (the
-    last period repeated), a cell ``a < 0`` mirrors cell ``-a - 1``.
-    """
-
-    free: np.ndarray
-    coef: np.ndarray
-
-    @property
-    def size(self) -> int:
-        return self.free.size
-
-    def values(self, p: np.ndarray) -> np.ndarray:
-        return self.coef * p[self.free]
-
-
-def grid_line(cells: int, period: int, decay: float) -> GridLine:
+def grid_line(cells: int, period: int, decay: float) -> Line:
     a = np.arange(-(cells + 2 * period), cells + 2 * period)
     mirrored = np.where(a < 0, -a - 1, a)
     q = np.where(mirrored >= cells, (mirrored - cells) // period + 1, 0)
-    return GridLine(mirrored - q * period, decay ** q.astype(float))
+    return Line(mirrored - q * period, decay ** q.astype(float))
 
 
 def cell_values(cells: int, period: int, decay: float) -> sparse.csr_array:
@@ -239,60 +221,6 @@ def grid_privacy_matrix(cells: int, period: int, decay: float, offsets: np.ndarr
     return (sparse.vstack(blocks, format="csr") @ line).tocsr()
 
 
-#: Runs of at most this many consecutive cell offsets are written one row per (cell, offset);
-#: longer runs go through the range-maximum table of :func:`grid_privacy_rows`. Measured
-#: (V = [0, a] U [1000, 1001], 4 periods, eps = 1; benchmarks/neighbouring_sets.py): with runs
-#: of 12-60 offsets the pairs solved 1.0-3.5 times faster than the table, at 100 the table
-#: was 1.8 times faster, at 200 (V4) 7 times.
-DIRECT_RUN = 64
-
-
-def offset_runs(offsets: np.ndarray) -> np.ndarray:
-    """Maximal runs ``[lo, hi]`` of consecutive integers in the sorted ``offsets`` (a (r, 2) array)."""
-    j = np.sort(np.asarray(offsets, dtype=np.int64))
-    if j.size == 0:
-        return np.zeros((0, 2), dtype=np.int64)
-    breaks = np.flatnonzero(np.diff(j) != 1)
-    return np.column_stack([j[np.concatenate([[0], breaks + 1])], j[np.concatenate([breaks, [j.size - 1]])]])
-
-
-@dataclass(frozen=True)
-class RangeMaxTable:
-    """Variables ``U_k(a) >= max(value(a), ..., value(a + 2^k - 1))`` for k = 1..levels over a line of ``size`` cells.
-
-    ``U_0`` is the line cell itself. Column of ``U_k(a)`` (k >= 1): ``first + start[k] + a``.
-    """
-
-    size: int
-    levels: int
-    first: int
-
-    @property
-    def start(self) -> np.ndarray:
-        lengths = [self.size - (1 << k) + 1 for k in range(1, self.levels + 1)]
-        return np.concatenate([[0, 0], np.cumsum(lengths)])[: self.levels + 1]
-
-    @property
-    def variables(self) -> int:
-        return int(sum(self.size - (1 << k) + 1 for k in range(1, self.levels + 1)))
-
-
-def range_blocks(size: int, run: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Two power-of-two blocks covering the cells ``a = b - j`` (j in the run) of each target cell b.
-
-    Returns ``(b, k, first, second)``: for every b whose range ``[b - hi, b - lo]`` meets the line
-    of ``size`` cells, the blocks ``[first, first + 2^k)`` and ``[second, second + 2^k)`` whose union
-    is exactly that range clipped to the line (``first == second`` when one block is the range).
-    """
-    lo, hi = run
-    b = np.arange(size)
-    s, e = np.maximum(b - hi, 0), np.minimum(b - lo, size - 1)
-    keep = s <= e
-    b, s, e = b[keep], s[keep], e[keep]
-    k = np.floor(np.log2(e - s + 1)).astype(np.int64)
-    return b, k, s, e - (1 << k) + 1
-
-
 def grid_privacy_rows(cells: int, period: int, decay: float, offsets: np.ndarray, bound: float,
                       direct_run: int = DIRECT_RUN) -> tuple[sparse.csr_array, int]:
     """Rows ``R @ [p, U] <= 0`` whose feasible p are exactly those of :func:`grid_privacy_matrix`
@@ -300,66 +228,9 @@ def grid_privacy_rows(cells: int, period: int, decay: float, offsets: np.ndarray
     return line_privacy_rows(grid_line(cells, period, decay), cells, offsets, 1.0, bound, direct_run)
 
 
-def line_privacy_rows(line: GridLine, free: int, offsets: np.ndarray, small: float, large: float,
-                      direct_run: int = DIRECT_RUN) -> tuple[sparse.csr_array, int]:
-    """Rows ``R @ [p, U] <= 0`` (p: the ``free`` cells) whose feasible p are exactly those with
-    ``small value(a) <= large value(a + j)`` for every line cell a and offset j with both on the line.
-
-    A run of offsets ``[lo, hi]`` asks ``max_{a in [b - hi, b - lo]} value(a) <= e^eps value(b)``
-    for every cell b. Long runs bound that maximum by two overlapping power-of-two blocks
-    of a range-maximum (sparse) table, ``U_k(a) >= U_(k-1)(a)`` and
-    ``U_k(a) >= U_(k-1)(a + 2^(k-1))``: any feasible U is at least the blocks' maxima, and the
-    maxima themselves are feasible whenever p is private, so the projection onto p is exact.
-    Rows per cell: one per offset of the short runs (at most ``direct_run`` offsets), two per
-    long run, two per level, instead of one per offset (V = [0, Delta] on 200 cells per
-    Delta: 20 against 400).
-    Every row has two non-zeros. Returns the rows and the number of table variables.
-    """
-    size = line.size
-    runs = offset_runs(offsets)
-    short = runs[:, 1] - runs[:, 0] + 1 <= direct_run
-    ranges = [range_blocks(size, (int(lo), int(hi))) for lo, hi in runs[~short]]
-    levels = max((int(k.max()) for _, k, _, _ in ranges if k.size), default=0)
-    table = RangeMaxTable(size, levels, free)
-    start = table.start
-
-    def column(level: np.ndarray, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Column and coefficient of ``U_level(cell)`` (level 0: the line cell, a multiple of a free cell)."""
-        at_line = level == 0
-        col = np.where(at_line, line.free[cell], table.first + start[level] + cell)
-        return col, np.where(at_line, line.coef[cell], 1.0)
-
-    lhs: list[tuple[np.ndarray, np.ndarray, float]] = []  # (level, cell, factor) of the side that must be smaller
-    rhs: list[tuple[np.ndarray, np.ndarray, float]] = []  # (level, cell, factor) of the side that bounds it
-    for k in range(1, levels + 1):
-        a = np.arange(size - (1 << k) + 1)
-        for shift in (0, 1 << (k - 1)):
-            lhs.append((np.full(a.size, k - 1), a + shift, 1.0))
-            rhs.append((np.full(a.size, k), a, 1.0))
-    for b, k, first, second in ranges:
-        two = second != first  # a range of exactly 2^k cells is one block
-        for level, cell, target in ((k, first, b), (k[two], second[two], b[two])):
-            lhs.append((level, cell, small))
-            rhs.append((np.zeros(target.size, dtype=np.int64), target, large))
-    for j in np.concatenate([np.arange(lo, hi + 1) for lo, hi in runs[short]] or [np.zeros(0, dtype=np.int64)]):
-        a = np.arange(max(0, -j), min(size, size - j))
-        lhs.append((np.zeros(a.size, dtype=np.int64), a, small))
-        rhs.append((np.zeros(a.size, dtype=np.int64), a + j, large))
-    cols, data = [], []
-    for side, sign in ((lhs, 1.0), (rhs, -1.0)):
-        for level, cell, factor in side:
-            col, coef = column(level, cell)
-            cols.append(col)
-            data.append(sign * factor * coef)
-    n_rows = int(sum(cell.size for _, cell, _ in lhs))
-    rows = np.arange(n_rows)
-    matrix = sparse.csr_array((np.concatenate(data or [np.zeros(0)]), (np.concatenate([rows, rows]), np.concatenate(cols or [np.zeros(0, dtype=np.int64)]))),
-                              shape=(n_rows, free + table.variables))
-    return matrix, table.variables
-
-
-def grid_violation_weight(values: np.ndarray, strict: np.ndarray, line: GridLine, offsets: np.ndarray, bound: float) -> float:
-    """The least w such that ``(1 - w) values + w strict`` meets every pair's row of :func:`grid_privacy_matrix`.
+def pair_violation_weight(values: np.ndarray, strict: np.ndarray, line: Line, offsets: np.ndarray, bound: float) -> float:
+    """The least w such that ``(1 - w) values + w strict`` meets ``value(a) <= bound value(a + j)`` for every
+    line cell a and offset j (the rows of :func:`grid_privacy_matrix`; :func:`privacy_matrix`'s divided by alpha).
 
     Computed offset by offset on the line (no matrix of all pairs is formed), by the rule
     of :func:`least_mixing_weight`.
@@ -397,7 +268,7 @@ class GridProgram:
     program: cp.Problem
     p: cp.Expression
     privacy_rows: int
-    line: GridLine
+    line: Line
     offsets: np.ndarray
     bound: float
     mass: np.ndarray
@@ -447,4 +318,4 @@ def repair_cells(values: np.ndarray, built: GridProgram, strict: np.ndarray) -> 
     """Clip, normalise, and mix with the strict member by the least weight that removes every violation."""
     p = np.clip(np.asarray(values, dtype=float), 0.0, None)
     p, q = p / (built.mass @ p), strict / (built.mass @ strict)
-    return mix(p, q, grid_violation_weight(p, q, built.line, built.offsets, built.bound))
+    return mix(p, q, pair_violation_weight(p, q, built.line, built.offsets, built.bound))

@@ -11,8 +11,8 @@ from scipy import sparse
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.mechanisms.neighbouring_sets import symmetric_shifts
 from dpopt.problems.noise_adding import NoiseAdding
+from dpopt.programs.range_max import DIRECT_RUN, line_privacy_rows, offset_runs, range_blocks
 from dpopt.programs.noise_adding import (
-    DIRECT_RUN,
     build_grid_program,
     build_noise_program,
     extension_matrix,
@@ -22,13 +22,10 @@ from dpopt.programs.noise_adding import (
     grid_privacy_rows,
     grid_rows,
     grid_shifts,
-    grid_violation_weight,
-    line_privacy_rows,
+    pair_violation_weight,
     mass_vector,
     mix_with_strict,
-    offset_runs,
     privacy_matrix,
-    range_blocks,
     repair_window,
     strictly_private_cells,
     strictly_private_window,
@@ -57,22 +54,6 @@ def block_maxima(values: np.ndarray, levels: int) -> list[np.ndarray]:
     """``U_k(a) = max(values[a : a + 2^k])`` for k = 1..levels, computed directly."""
     windows = np.lib.stride_tricks.sliding_window_view
     return [windows(values, 1 << k).max(axis=1) for k in range(1, levels + 1)]
-
-
-def test_offset_runs():
-    np.testing.assert_array_equal(offset_runs(np.array([-7, -6, -5, -2, -1, 1, 2, 5, 6, 7])), [[-7, -5], [-2, -1], [1, 2], [5, 7]])
-    assert offset_runs(np.zeros(0)).shape == (0, 2)
-
-
-@settings(max_examples=100)
-@given(size=st.integers(1, 80), lo=st.integers(-90, 90), length=st.integers(1, 90))
-def test_two_blocks_cover_exactly_each_targets_range(size, lo, length):
-    hi = lo + length - 1
-    targets, k, first, second = range_blocks(size, (lo, hi))
-    expected = {b: set(range(max(b - hi, 0), min(b - lo, size - 1) + 1)) for b in range(size)}
-    assert sorted(targets) == [b for b in range(size) if expected[b]]
-    for b, level, one, two in zip(targets, k, first, second):
-        assert set(range(one, one + (1 << level))) | set(range(two, two + (1 << level))) == expected[b]
 
 
 @settings(max_examples=60)
@@ -134,7 +115,7 @@ def test_repair_weight_without_the_pair_matrix_is_the_matrix_one(v, grid, window
     line = grid_line(cells, grid, decay)
     for some in [offsets] + [offsets[i : i + 1] for i in range(len(offsets))]:  # all offsets, and each alone
         _, expected = mix_with_strict(p, q, sparse.csr_array(grid_privacy_matrix(cells, grid, decay, some, bound)))
-        weight = grid_violation_weight(p, q, line, some, bound)
+        weight = pair_violation_weight(p, q, line, some, bound)
         assert (weight == 0.0) == (expected == 0.0)
         assert weight == pytest.approx(expected / (1 + 1e-6), rel=1e-6, abs=2e-15)
 
