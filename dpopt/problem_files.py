@@ -21,7 +21,7 @@ from dpopt.problems.multi_level import MultiLevelRelease
 from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
 from dpopt.problems.statistical_query import StatisticalQuery
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
-from dpopt.validation import fail, read_text_file
+from dpopt.validation import check_real, fail, read_text_file
 
 __all__ = ["ProblemFile", "load_problem", "read_problem_file", "problem_from_dict", "PROBLEM_KINDS"]
 
@@ -64,6 +64,16 @@ def required_fields(constructor: Callable[..., Any]) -> tuple[str, ...]:
     )
 
 
+def check_metadata(data: dict[str, Any], origin: str) -> None:
+    """``title`` and ``source`` are text and ``expected_objective`` a finite number, when given
+    (notebooks and tests read them; a file is refused rather than trusted with another type)."""
+    for key in ("title", "source"):
+        if key in data and not isinstance(data[key], str):
+            raise fail(key, origin, "text (a string)", data[key])
+    if "expected_objective" in data:
+        check_real(data["expected_objective"], "expected_objective", origin)
+
+
 def problem_from_dict(data: dict[str, Any], origin: str = "problem file") -> Any:
     """Build a problem from a dict with ``kind`` and the kind's fields (metadata keys ignored)."""
     if not isinstance(data, dict):
@@ -79,6 +89,7 @@ def problem_from_dict(data: dict[str, Any], origin: str = "problem file") -> Any
     unknown = sorted(set(data) - set(allowed) - {"kind", *METADATA_KEYS})
     if unknown:
         raise fail(unknown[0], origin, f"absent: {kind} accepts " + ", ".join(allowed), data[unknown[0]])
+    check_metadata(data, origin)
     missing = [name for name in required_fields(constructor) if name not in data]
     if missing:
         raise fail(missing[0], kind, "given (required field of a " + kind + " problem)", None)

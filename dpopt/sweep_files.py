@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
-from dpopt.problem_files import problem_from_dict, read_problem_file
+from dpopt.problem_files import check_metadata, problem_from_dict, read_problem_file
 from dpopt.validation import InvalidParameterError, check_int, fail, read_text_file
 
 __all__ = ["GENERATORS", "MAX_CELLS", "OWNER", "RESULT_COLUMNS", "Cell", "Sweep", "load_sweep", "sweep_from_dict"]
@@ -104,6 +104,7 @@ def sweep_from_dict(data: dict[str, Any], *, origin: str = "sweep file", base_di
     unknown = sorted(set(data) - set(SWEEP_KEYS))
     if unknown:
         raise fail(unknown[0], origin, "absent: a sweep takes " + ", ".join(SWEEP_KEYS), data[unknown[0]])
+    check_metadata(data, origin)
     base = data.get("base")
     if isinstance(base, str):
         path = Path(base) if base_dir is None or Path(base).is_absolute() else base_dir / base

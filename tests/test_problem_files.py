@@ -48,6 +48,10 @@ def test_round_trip_through_dict():
         ({"kind": "count_query", "n": 3, "alpha": 0.5, "side_information": [5]}, "side_information"),
         ({"kind": "count_query", "n": 3, "alpha": 0.5, "side_information": {"lower": 2, "upper": 1}}, "side_information.upper"),
         ({"kind": "count_query", "n": 3, "alpha": 0.5, "side_information": {"low": 1}}, "side_information"),
+        ({"kind": "count_query", "n": 3, "alpha": 0.5, "title": 1e308}, "title"),
+        ({"kind": "count_query", "n": 3, "alpha": 0.5, "source": ["Table 1"]}, "source"),
+        ({"kind": "count_query", "n": 3, "alpha": 0.5, "expected_objective": "0.4"}, "expected_objective"),
+        ({"kind": "count_query", "n": 3, "alpha": 0.5, "expected_objective": float("nan")}, "expected_objective"),
     ],
 )
 def test_invalid_fields_are_named(data, field):

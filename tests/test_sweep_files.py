@@ -17,6 +17,7 @@ from dpopt.validation import InvalidParameterError
     ({"methods": "lp"}, "methods"),
     ({"base": {"loss": "absolute"}}, "base"),
     ({"kind": "count_query"}, "kind"),
+    ({"title": 1e308}, "title"),
 ])
 def test_invalid_sweeps_are_refused_before_any_work_naming_the_field(change, field, monkeypatch):
     monkeypatch.setattr(sweeps, "solve_cell", lambda *a: pytest.fail("no cell may be solved"))
