@@ -150,7 +150,7 @@ def _closed_form(problem: NoiseAdding, noise: PeriodicNoise, method: str) -> Sol
 
 def _lp_memory(problem: Any) -> tuple[float, str]:
     """The window LP (or the grid LP): about 1 kB per row or variable through cvxpy and HiGHS."""
-    if _real(problem):  # about 1 kB per privacy row or variable through cvxpy and HiGHS
+    if _real(problem):
         return 1000.0 * sum(grid_rows(symmetric_shifts(problem.neighbouring_set), problem.sensitivity, problem.grid, problem.window)), "grid"
     return 1000.0 * sum(window_rows(problem.sensitivity, problem.window)), "window"
 
@@ -170,6 +170,20 @@ def _releases_exactly(problem: Any) -> bool:
 
 def _lp_cost(problem: Any) -> float:
     return float(problem.window * problem.sensitivity) ** 2 if _integer(problem) else float(problem.grid * problem.window) ** 2
+
+
+#: Up to this epsilon the integer window LP is claimed exact. Beyond it the optimum is tiny
+#: (E|Z| below about 1e-4 at Delta = 1) and the solver's absolute tolerances, through the
+#: repair's mix with a far costlier strict member, leave it measurably above the discrete
+#: staircase: against the staircase (Delta = 1, 2, 5, 20, 100, both costs, 2026-11-27) at most
+#: 1e-13 relative for epsilon <= 8, 3e-8 at 9 and 10, 1.8e-2 at 11, 2.5e-3 already at Delta = 1
+#: and epsilon = 12, 365 times at 28 (where alpha falls below HiGHS's small_matrix_value and
+#: privacy rows lose their alpha). Above it ``lp`` is a certified upper bound (exact = False).
+LP_EXACT_EPSILON = 8.0
+
+
+def _lp_exact(problem: Any) -> bool:
+    return _integer(problem) and problem.epsilon <= LP_EXACT_EPSILON
 
 
 def _lp_applies(problem: Any) -> bool:
@@ -196,7 +210,7 @@ def grid_lp_highs(built: GridProgram) -> dict[str, str] | None:
     return INTERIOR_POINT if built.privacy_rows >= INTERIOR_ROWS_PER_CELL * built.line.size else None
 
 
-@register(KIND, "lp", exact=True, exact_when=_integer, applies=_lp_applies, releases=_releases_exactly, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
+@register(KIND, "lp", exact=True, exact_when=_lp_exact, applies=_lp_applies, releases=_releases_exactly, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
           requires=f"for a neighbouring set, epsilon <= {MAX_COEFFICIENT_EXPONENT:g} (e^epsilon is an entry of the grid LP's "
                    "matrix, and HiGHS refuses entries above 1e15)",
           summary="window LP with periodic geometric tails (a neighbouring set: the grid LP, an upper bound)")
