@@ -2,12 +2,13 @@
 
     python benchmarks/neighbouring_sets.py
 
-Prints two tables:
+Prints three tables:
 
 1. For V1..V4 at epsilon = 1 (Theorem 3 with delta = 10): each method's seconds, peak
    memory and E|X|, with the Theorem 3 density's closed-form E|X| against the baseline of
    integrating its pdf numerically (scipy.quad, period by period, in the same process).
-2. The grid LP on V1..V4 as the cells shrink (and, on V1, the window grows): seconds, rows, E|X|.
+2. The grid LP on V1..V4 as the cells shrink (and, on V1, the window grows): seconds, E|X|, and
+   ``LP rows``, the memory estimate's upper bound on its privacy rows (part 3 counts them).
 3. The grid LP's own route (range-maximum rows for runs of more than 64 offsets; HiGHS's
    interior point + crossover from 16 privacy rows per cell, its default below) against
    the baseline of one row per (cell, offset) solved with HiGHS's default options (the
