@@ -176,7 +176,7 @@ def _lp_cost(problem: Any) -> float:
 #: (E|Z| below about 1e-4 at Delta = 1) and the solver's absolute tolerances, through the
 #: repair's mix with a far costlier strict member, leave it measurably above the discrete
 #: staircase: against the staircase (Delta = 1, 2, 5, 20, 100, both costs, 2026-11-27) at most
-#: 1e-13 relative for epsilon <= 8, 3e-8 at 9 and 10, 1.8e-2 at 11, 2.5e-3 already at Delta = 1
+#: 1e-10 relative for epsilon <= 8 (9.5e-11 at 6, Delta = 100, squared), 3e-8 at 9 and 10, 1.8e-2 at 11, 2.5e-3 already at Delta = 1
 #: and epsilon = 12, 365 times at 28 (where alpha falls below HiGHS's small_matrix_value and
 #: privacy rows lose their alpha). Above it ``lp`` is a certified upper bound (exact = False).
 LP_EXACT_EPSILON = 8.0
