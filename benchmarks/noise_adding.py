@@ -35,8 +35,8 @@ from dpopt.limits import memory_limit
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.staircase import discrete_staircase_noise
 from dpopt.lazy_modules import cvxpy as cp
-from dpopt.methods.noise_adding import INTERIOR_POINT, noise_matrix
-from dpopt.programs.noise_adding import (DIRECT_RUN, build_noise_program, cost_vector, mass_vector, mix_with_strict, privacy_matrix,
+from dpopt.methods.noise_adding import noise_matrix, window_lp_highs
+from dpopt.programs.noise_adding import (build_noise_program, cost_vector, mass_vector, mix_with_strict, privacy_matrix,
                                          repair_window, strictly_private_window)
 from dpopt.solvers import run_program
 from count_query import measure  # same folder: one way to measure
@@ -94,7 +94,7 @@ def main() -> None:
 def lp_route(problem: dpopt.NoiseAdding) -> float:
     """``lp`` as dpopt runs it: range-maximum rows (Delta > 64) and the interior point first; E|Z| after the repair."""
     program, window = build_noise_program(problem)
-    run_program(program, owner="benchmark", highs_first=INTERIOR_POINT if problem.sensitivity > DIRECT_RUN else None)
+    run_program(program, owner="benchmark", highs_first=window_lp_highs(problem))
     repaired, _ = repair_window(window.value, problem)
     return float(cost_vector(problem.window, problem.sensitivity, problem.alpha, 1) @ repaired)
 

@@ -210,6 +210,14 @@ def grid_lp_highs(built: GridProgram) -> dict[str, str] | None:
     return INTERIOR_POINT if built.privacy_rows >= INTERIOR_ROWS_PER_CELL * built.line.size else None
 
 
+def window_lp_highs(problem: NoiseAdding) -> dict[str, str] | None:
+    """HiGHS's options for the first attempt at the integer window LP: :data:`INTERIOR_POINT` once its
+    rows go through the range-maximum table (Delta > DIRECT_RUN): Delta = 200 1.4 -> 0.43 s, 500
+    9.6 -> 2.3 s, and exact where the simplex stopped 2e-11 above the staircase; at Delta = 1000 it
+    ends "unknown" after 13 s and the simplex retry (46 s) answers (2026-11-27)."""
+    return INTERIOR_POINT if problem.sensitivity > DIRECT_RUN else None
+
+
 @register(KIND, "lp", exact=True, exact_when=_lp_exact, applies=_lp_applies, releases=_releases_exactly, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
           requires=f"for a neighbouring set, epsilon <= {MAX_COEFFICIENT_EXPONENT:g} (e^epsilon is an entry of the grid LP's "
                    "matrix, and HiGHS refuses entries above 1e15)",
@@ -218,11 +226,7 @@ def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:
     if _real(problem):
         return solve_grid_lp(problem, solver, repair)
     program, p = build_noise_program(problem)
-    # with the range-maximum rows (Delta > DIRECT_RUN) the interior point: Delta = 200 1.4 -> 0.43 s, 500 9.6 -> 2.3 s, and
-    # exact where the simplex stopped 2e-11 above the staircase; at Delta = 1000 it ends "unknown" after 13 s and the
-    # simplex retry (46 s) answers (2026-11-27, notes of session 25)
-    first = INTERIOR_POINT if problem.sensitivity > DIRECT_RUN else None
-    info = run_program(program, solver=solver, owner="noise_adding lp", highs_first=first)
+    info = run_program(program, solver=solver, owner="noise_adding lp", highs_first=window_lp_highs(problem))
     if repair:
         window, weight = repair_window(p.value, problem)
     else:  # clip and normalise only; the certificate reports whatever remains

@@ -23,7 +23,7 @@ from scipy import sparse
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.mechanisms.integer_noise import tail_sums
 from dpopt.problems.noise_adding import NoiseAdding
-from dpopt.programs.range_max import DIRECT_RUN, Line, RangeMaxTable, line_privacy_rows, offset_runs
+from dpopt.programs.range_max import DIRECT_RUN, Line, RangeMaxTable, line_privacy_rows, privacy_rows_bound
 
 __all__ = ["build_noise_program", "extension_matrix", "cost_vector", "build_grid_program", "GridProgram", "grid_shifts", "grid_privacy_rows",
            "grid_rows", "repair_cells", "window_line", "window_rows"]
@@ -100,19 +100,15 @@ def build_noise_program(problem: NoiseAdding) -> tuple[cp.Problem, cp.Expression
     """
     m, d, b = problem.window, problem.sensitivity, problem.alpha
     rows, table = line_privacy_rows(window_line(m, d, b), 2 * m + 1, window_shifts(d), b, 1.0)
-    z = cp.Variable(2 * m + 1 + table, nonneg=True, name="window_and_table")
-    p = z[: 2 * m + 1] if table else z
+    z = cp.Variable(2 * m + 1 + table.variables, nonneg=True, name="window_and_table")
+    p = z[: 2 * m + 1] if table.variables else z
     objective = cp.Minimize(cost_vector(m, d, b, problem.power) @ p)
     return cp.Problem(objective, [rows @ z <= 0, mass_vector(m, d, b) @ p == 1]), p
 
 
 def window_rows(sensitivity: int, window: int) -> tuple[int, int]:
     """Upper bounds on the ``(rows, variables)`` of :func:`build_noise_program` (the memory estimate)."""
-    size = 2 * window + 1 + 2 * sensitivity
-    if sensitivity <= DIRECT_RUN:
-        return size * 2 * sensitivity, 2 * window + 1
-    levels = int(np.log2(min(sensitivity, size)))
-    return size * (4 + 2 * levels), 2 * window + 1 + RangeMaxTable(size, levels, 0).variables
+    return privacy_rows_bound(2 * window + 1 + 2 * sensitivity, 2 * window + 1, window_shifts(sensitivity))
 
 
 def strictly_private_window(m: int, period: int, decay: float) -> np.ndarray:
@@ -222,7 +218,7 @@ def grid_privacy_matrix(cells: int, period: int, decay: float, offsets: np.ndarr
 
 
 def grid_privacy_rows(cells: int, period: int, decay: float, offsets: np.ndarray, bound: float,
-                      direct_run: int = DIRECT_RUN) -> tuple[sparse.csr_array, int]:
+                      direct_run: int = DIRECT_RUN) -> tuple[sparse.csr_array, RangeMaxTable]:
     """Rows ``R @ [p, U] <= 0`` whose feasible p are exactly those of :func:`grid_privacy_matrix`
     (:func:`line_privacy_rows` on :func:`grid_line`)."""
     return line_privacy_rows(grid_line(cells, period, decay), cells, offsets, 1.0, bound, direct_run)
@@ -283,29 +279,16 @@ def build_grid_program(shifts: np.ndarray, sensitivity: float, epsilon: float, g
     cells, step, decay = grid * window, sensitivity / grid, float(np.exp(-epsilon))
     offsets, bound = grid_shifts(shifts, step), float(np.exp(epsilon))
     rows, table = grid_privacy_rows(cells, grid, decay, offsets, bound, direct_run)
-    z = cp.Variable(cells + table, nonneg=True, name="p_and_table")
-    p = z[:cells] if table else z
+    z = cp.Variable(cells + table.variables, nonneg=True, name="p_and_table")
+    p = z[:cells] if table.variables else z
     mass, cost = grid_functionals(cells, grid, step, decay, power)
     program = cp.Problem(cp.Minimize(cost @ p), [rows @ z <= 0, mass @ p == 1])
     return GridProgram(program, p, rows.shape[0], grid_line(cells, grid, decay), offsets, bound, mass)
 
 
 def grid_rows(shifts: np.ndarray, sensitivity: float, grid: int, window: int) -> tuple[int, int]:
-    """Upper bounds on the ``(rows, variables)`` of the LP :func:`build_grid_program` writes (for the
-    memory estimate; ranges clipped at the ends of the line may need fewer rows and levels).
-
-    Counted from the offsets' runs, without building them: a short run adds one row per
-    (line cell, offset), a long run two per line cell, and the table two rows and one
-    variable per line cell and level.
-    """
-    offsets = grid_shifts(shifts, sensitivity / grid)
-    runs = offset_runs(offsets)
-    lengths = runs[:, 1] - runs[:, 0] + 1
-    size = 2 * grid * window + 4 * grid
-    levels = int(np.log2(min(int(lengths.max(initial=1)), size))) if (lengths > DIRECT_RUN).any() else 0
-    short = int(lengths[lengths <= DIRECT_RUN].sum())
-    table = RangeMaxTable(size, levels, grid * window).variables
-    return size * (short + 2 * int((lengths > DIRECT_RUN).sum()) + 2 * levels), grid * window + table
+    """Upper bounds on the ``(rows, variables)`` of the LP :func:`build_grid_program` writes (the memory estimate)."""
+    return privacy_rows_bound(2 * grid * window + 4 * grid, grid * window, grid_shifts(shifts, sensitivity / grid))
 
 
 def strictly_private_cells(cells: int, period: int, epsilon: float) -> np.ndarray:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-__all__ = ["DIRECT_RUN", "Line", "RangeMaxTable", "line_privacy_rows", "offset_runs", "range_blocks"]
+__all__ = ["DIRECT_RUN", "Line", "RangeMaxTable", "line_privacy_rows", "offset_runs", "privacy_rows_bound", "range_blocks"]
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,17 @@ class RangeMaxTable:
     first: int
 
     @property
+    def lengths(self) -> list[int]:
+        """Variables of each level k = 1..levels (blocks of 2^k cells that fit on the line)."""
+        return [self.size - (1 << k) + 1 for k in range(1, self.levels + 1)]
+
+    @property
     def start(self) -> np.ndarray:
-        lengths = [self.size - (1 << k) + 1 for k in range(1, self.levels + 1)]
-        return np.concatenate([[0, 0], np.cumsum(lengths)])[: self.levels + 1]
+        return np.concatenate([[0, 0], np.cumsum(self.lengths)])[: self.levels + 1]
 
     @property
     def variables(self) -> int:
-        return int(sum(self.size - (1 << k) + 1 for k in range(1, self.levels + 1)))
+        return int(sum(self.lengths))
 
 
 def range_blocks(size: int, run: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -96,8 +100,20 @@ def range_blocks(size: int, run: tuple[int, int]) -> tuple[np.ndarray, np.ndarra
     return b, k, s, e - (1 << k) + 1
 
 
+def privacy_rows_bound(size: int, free: int, offsets: np.ndarray, direct_run: int = DIRECT_RUN) -> tuple[int, int]:
+    """Upper bounds on the ``(rows, variables)`` of :func:`line_privacy_rows` on a line of ``size``
+    cells, from the offsets' runs alone (for memory estimates; ranges clipped at the ends of the
+    line may need fewer rows and levels): one row per cell and offset of a short run, two per
+    cell and long run, and two rows and one variable per cell and level."""
+    lengths = np.diff(offset_runs(offsets), axis=1)[:, 0] + 1
+    long = lengths > direct_run
+    levels = int(np.log2(min(int(lengths.max()), size))) if long.any() else 0
+    rows = size * (int(lengths[~long].sum()) + 2 * int(long.sum()) + 2 * levels)
+    return rows, free + RangeMaxTable(size, levels, free).variables
+
+
 def line_privacy_rows(line: Line, free: int, offsets: np.ndarray, small: float, large: float,
-                      direct_run: int = DIRECT_RUN) -> tuple[sparse.csr_array, int]:
+                      direct_run: int = DIRECT_RUN) -> tuple[sparse.csr_array, RangeMaxTable]:
     """Rows ``R @ [p, U] <= 0`` (p: the ``free`` cells) whose feasible p are exactly those with
     ``small value(a) <= large value(a + j)`` for every line cell a and offset j with both on the line.
 
@@ -109,7 +125,7 @@ def line_privacy_rows(line: Line, free: int, offsets: np.ndarray, small: float, 
     Rows per cell: one per offset of the short runs (at most ``direct_run`` offsets), two per
     long run, two per level, instead of one per offset (V = [0, Delta] on 200 cells per
     Delta: 20 against 400).
-    Every row has two non-zeros. Returns the rows and the number of table variables.
+    Every row has two non-zeros. Returns the rows and the table (its variables follow the free cells).
     """
     size = line.size
     runs = offset_runs(offsets)
@@ -151,4 +167,4 @@ def line_privacy_rows(line: Line, free: int, offsets: np.ndarray, small: float, 
     rows = np.arange(n_rows)
     matrix = sparse.csr_array((np.concatenate(data or [np.zeros(0)]), (np.concatenate([rows, rows]), np.concatenate(cols or [np.zeros(0, dtype=np.int64)]))),
                               shape=(n_rows, free + table.variables))
-    return matrix, table.variables
+    return matrix, table

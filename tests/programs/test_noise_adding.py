@@ -12,6 +12,7 @@ from dpopt.lazy_modules import cvxpy as cp
 from dpopt.mechanisms.neighbouring_sets import symmetric_shifts
 from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.programs.range_max import DIRECT_RUN, line_privacy_rows, offset_runs, range_blocks
+from tests.programs.test_range_max import block_maxima
 from dpopt.programs.noise_adding import (
     build_grid_program,
     build_noise_program,
@@ -50,12 +51,6 @@ def neighbouring_sets(draw: st.DrawFn) -> np.ndarray:
     return np.array(pairs)
 
 
-def block_maxima(values: np.ndarray, levels: int) -> list[np.ndarray]:
-    """``U_k(a) = max(values[a : a + 2^k])`` for k = 1..levels, computed directly."""
-    windows = np.lib.stride_tricks.sliding_window_view
-    return [windows(values, 1 << k).max(axis=1) for k in range(1, levels + 1)]
-
-
 @settings(max_examples=60)
 @given(v=neighbouring_sets(), grid=st.integers(1, 30), window=st.integers(1, 4), epsilon=st.floats(0.05, 3.0),
        seed=st.integers(0, 2**32 - 1), noise=st.sampled_from([0.0, 1e-6, 0.3]), direct_run=st.sampled_from([1, 4, DIRECT_RUN]))
@@ -70,7 +65,7 @@ def test_table_rows_take_the_same_values_as_one_row_per_pair(v, grid, window, ep
     rows, table = grid_privacy_rows(cells, grid, decay, offsets, bound, direct_run)
     estimate = grid_rows(symmetric_shifts(v), float(v.max()), grid, window)
     if direct_run == DIRECT_RUN:  # the estimate is for the LP dpopt builds
-        assert rows.shape[0] <= estimate[0] and rows.shape[1] == cells + table <= estimate[1]
+        assert rows.shape[0] <= estimate[0] and rows.shape[1] == cells + table.variables <= estimate[1]
     size = grid_line(cells, grid, decay).size
     runs = [(int(lo), int(hi)) for lo, hi in offset_runs(offsets)]
     blocks = [range_blocks(size, run) for run in runs if run[1] - run[0] + 1 > direct_run]
@@ -143,8 +138,7 @@ def test_window_rows_take_the_same_values_as_one_row_per_value_and_shift(delta, 
     p = strictly_private_window(m, delta, alpha) * np.exp(noise * rng.standard_normal(2 * m + 1))
     line = window_line(m, delta, alpha).values(p)
     np.testing.assert_array_equal(line, extension_matrix(m, delta, alpha) @ p)
-    levels = next(n for n in range(40) if sum(line.size - (1 << k) + 1 for k in range(1, n + 1)) == table)
-    z = np.concatenate([p, *block_maxima(line, levels)])
+    z = np.concatenate([p, *block_maxima(line, table.levels)])
     assert np.max(rows @ z) == pytest.approx(max(np.max(privacy_matrix(m, delta, alpha) @ p), 0.0), rel=1e-12, abs=1e-15)
 
 

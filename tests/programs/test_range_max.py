@@ -9,6 +9,12 @@ from hypothesis import strategies as st
 from dpopt.programs.range_max import Line, line_privacy_rows, offset_runs, range_blocks
 
 
+def block_maxima(values: np.ndarray, levels: int) -> list[np.ndarray]:
+    """``U_k(a) = max(values[a : a + 2^k])`` for k = 1..levels, computed directly."""
+    windows = np.lib.stride_tricks.sliding_window_view
+    return [windows(values, 1 << k).max(axis=1) for k in range(1, levels + 1)]
+
+
 def test_offset_runs():
     np.testing.assert_array_equal(offset_runs(np.array([-7, -6, -5, -2, -1, 1, 2, 5, 6, 7])), [[-7, -5], [-2, -1], [1, 2], [5, 7]])
     assert offset_runs(np.zeros(0)).shape == (0, 2)
@@ -36,9 +42,7 @@ def test_a_point_is_feasible_iff_every_pair_is(size, offsets, direct_run, small,
     rows, table = line_privacy_rows(line, size, j, small, 1.0, direct_run)
     p = np.random.default_rng(seed).uniform(0.5, 1.0, size)
     pairs_hold = all(small * p[a] <= p[a + k] for a in range(size) for k in j if 0 <= a + k < size)
-    levels = next(n for n in range(40) if sum(size - (1 << k) + 1 for k in range(1, n + 1)) == table)
-    maxima = [np.lib.stride_tricks.sliding_window_view(p, 1 << k).max(axis=1) for k in range(1, levels + 1)]
-    assert bool(np.all(rows @ np.concatenate([p, *maxima]) <= 0)) == pairs_hold
+    assert bool(np.all(rows @ np.concatenate([p, *block_maxima(p, table.levels)]) <= 0)) == pairs_hold
 
 
 @settings(max_examples=80)
@@ -48,8 +52,7 @@ def test_the_rows_bound_each_cell_by_exactly_its_partners(size, offsets, direct_
     """Read the rows back on the identity line: every bound on ``value(b)`` covers, through the table's blocks,
     exactly the cells ``b - j`` (j an offset); and every table row says a block is at least one of its halves."""
     rows, table = line_privacy_rows(Line(np.arange(size), np.ones(size)), size, np.array(sorted(offsets)), 1.0, 2.0, direct_run)
-    levels = next(n for n in range(40) if sum(size - (1 << k) + 1 for k in range(1, n + 1)) == table)
-    starts = np.concatenate([[0], np.cumsum([size - (1 << k) + 1 for k in range(1, levels + 1)])])
+    starts = np.concatenate([[0], np.cumsum(table.lengths)])
 
     def cells(column: int) -> set[int]:  # the cells a column stands for (a cell, or a block of the table)
         if column < size:
