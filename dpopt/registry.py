@@ -294,8 +294,9 @@ def compare(problem: Problem, *, solver: str | None = None) -> list[Any]:
 def compare_outcomes(problem: Problem, *, solver: str | None = None) -> list[tuple[str, Any]]:
     """Every applicable method's name with its Solution, or with the error that stopped it.
 
-    A method the memory estimate refuses, or whose solver fails, does not stop the others:
-    its outcome is that :class:`InvalidParameterError` or :class:`SolverError`. Any other
+    A method the memory estimate refuses, that refuses the problem as it runs (a condition its
+    ``applies`` rule does not see), or whose solver fails does not stop the others: its
+    outcome is that :class:`InvalidParameterError` or :class:`SolverError`. Any other
     error, and a ``solver`` that is not installed, is raised before or as it happens.
     Solutions are returned as solved: a caller releasing them still checks
     ``solution.certificate.ok``.
@@ -337,7 +338,7 @@ def _each_outcome(problem: Problem, solver: str | None, *, keep_going: bool = Fa
             continue
         try:
             outcome = solve(problem, chosen.name, solver=solver if chosen.uses_solver else None)
-        except SolverError as exc:
+        except (SolverError, InvalidParameterError) as exc:
             if not keep_going:
                 raise
             outcome = exc

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from scipy.sparse import coo_array
+from scipy.sparse import coo_array, csgraph
 from scipy.sparse.csgraph import shortest_path
 
 from dpopt.dx.metric import first_triangle_violation
@@ -80,6 +80,14 @@ class Universe:
         """Neighbouring pairs (a, b), a < b, at distance <= 1: shape (pairs, 2)."""
         a, b = np.nonzero(np.triu(self.distances <= 1.0, 1))
         return np.column_stack([a, b])
+
+    @functools.cached_property
+    def neighbours_connected(self) -> bool:
+        """Whether the neighbours (distance <= 1) connect every dataset: always for edges; a
+        metric may leave datasets with no neighbour at all (the ladder needs them connected)."""
+        pairs = self.neighbours
+        graph = coo_array((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(self.size, self.size))
+        return bool(csgraph.connected_components(graph, directed=False, return_labels=False) == 1)
 
     @functools.cached_property
     def hops(self) -> np.ndarray:

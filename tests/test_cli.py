@@ -66,6 +66,25 @@ def test_compare_prints_the_certified_rows_when_a_method_fails(capsys, monkeypat
     assert lines[1].startswith("dpopt: interaction uncertified: ") and "measured loss inf" in lines[1]
 
 
+def test_compare_skips_a_method_that_refuses_the_problem_as_it_runs(capsys, monkeypatch):
+    """A refusal raised inside one method (not by its applies rule) costs the user that row only:
+    the others are printed and the refusal is one line on stderr."""
+    import dataclasses
+
+    from dpopt.registry import REGISTRY
+    from dpopt.validation import fail
+
+    methods = REGISTRY["count_query"]
+
+    def refusing(problem, solver, repair):
+        raise fail("n", "geometric", "made to refuse", problem.n)
+
+    monkeypatch.setitem(methods, "geometric", dataclasses.replace(methods["geometric"], run=refusing))
+    code, out, err = run(capsys, "compare", TABLE1)
+    assert code == 0 and {json.loads(line)["method"] for line in out.splitlines()} == {"lp", "interaction", "factored"}
+    assert err.splitlines() == [err.strip()] and err.startswith("dpopt: geometric skipped: ") and "made to refuse" in err
+
+
 def test_compare_certifies_every_count_method_where_the_dense_g_underflows(capsys, tmp_path):
     """n epsilon = 800: geometric and interaction are held as G T, certified in log space (their dense
     matrices, with zeros beside non-zeros, failed their certificates and the whole compare exited 4)."""

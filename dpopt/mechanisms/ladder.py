@@ -28,9 +28,10 @@ from scipy.sparse.csgraph import shortest_path
 from dpopt.mechanisms.noise import check_epsilon
 from dpopt.exact_sampling import exact_choice_logits, exact_geometric, uniform_below
 from dpopt.sampling import check_count, resolve_rng
-from dpopt.validation import check_int, fail
+from dpopt.limits import MAX_MAGNITUDE
+from dpopt.validation import check_array, check_int, fail
 
-__all__ = ["LadderMechanism", "ladders_from_universe", "ladder_matrix"]
+__all__ = ["LadderMechanism", "ladders_from_universe", "ladder_matrix", "neighbour_hops"]
 
 OWNER = "ladder mechanism"
 
@@ -119,31 +120,41 @@ class LadderMechanism:
         return value + np.where(rung == 0, position, sign * magnitude)
 
 
-def ladders_from_universe(values: Sequence[int], neighbours: Any) -> np.ndarray:
+def ladders_from_universe(values: Sequence[float], neighbours: Any) -> np.ndarray:
     """Every dataset's ladder: ``Delta_i^x = max{LS(y) : d(x, y) <= i}``, i = 0..diameter.
 
     Parameters
     ----------
-    values : sequence of int
-        ``f(x)`` for each dataset x of a finite universe.
+    values : sequence of float
+        ``f(x)`` for each dataset x of a finite universe (any finite reals: the local
+        sensitivity ``LS(y)`` is the largest ``|f(y) - f(y')|`` over y's neighbours y').
     neighbours : array of shape (k, 2)
         Neighbouring dataset pairs (the graph's edges); the universe must be connected.
+
+    Returns
+    -------
+    array of float, shape (datasets, diameter + 1)
     """
-    f = np.array([check_int(v, "values", OWNER) for v in values], dtype=np.int64)
+    f = check_array(values, "values", OWNER, ndim=1, max_abs=MAX_MAGNITUDE)
     pairs = np.asarray(neighbours, dtype=int)
     n = f.size
     if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.size == 0 or pairs.min() < 0 or pairs.max() >= n:
         raise fail("neighbours", OWNER, f"pairs of dataset indices in [0, {n - 1}]", pairs)
     jumps = np.abs(f[pairs[:, 0]] - f[pairs[:, 1]])
-    local = np.zeros(n, dtype=np.int64)
+    local = np.zeros(n)
     np.maximum.at(local, pairs[:, 0], jumps)
     np.maximum.at(local, pairs[:, 1], jumps)
-    graph = coo_array((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n)).tocsr()
-    dist = shortest_path(graph, directed=False, unweighted=True)
+    dist = neighbour_hops(n, pairs)
     if not np.isfinite(dist).all():
         raise fail("neighbours", OWNER, "a connected neighbour graph", "a disconnected one")
     diameter = int(dist.max())
     return np.stack([np.where(dist <= i, local[None, :], 0).max(axis=1) for i in range(diameter + 1)], axis=1)
+
+
+def neighbour_hops(n: int, pairs: np.ndarray) -> np.ndarray:
+    """Hop distances of the graph on ``n`` datasets with edges ``pairs`` (inf between components)."""
+    graph = coo_array((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n)).tocsr()
+    return shortest_path(graph, directed=False, unweighted=True)
 
 
 def ladder_matrix(values: Sequence[int], neighbours: Any, epsilon: float, *, margin: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -158,8 +169,8 @@ def ladder_matrix(values: Sequence[int], neighbours: Any, epsilon: float, *, mar
     matrix : array of shape (datasets, outputs)
     outputs : array of int
     """
-    f = np.asarray(values, dtype=np.int64)
-    ladders = ladders_from_universe(values, neighbours)
+    f = np.array([check_int(v, "values", OWNER) for v in values], dtype=np.int64)
+    ladders = ladders_from_universe(f, neighbours).astype(np.int64)  # integer values: integer jumps
     eps = check_epsilon(epsilon, OWNER)
     top = int(ladders[:, -1].max())
     if margin is None:

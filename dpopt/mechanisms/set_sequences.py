@@ -124,7 +124,7 @@ def utility_first_index(hops: np.ndarray, values: np.ndarray, outputs: np.ndarra
 
 def ladder_index(values: np.ndarray, outputs: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
     """Example 10: the first rung i with ``|f(x) - r| <= Delta_0^x + ... + Delta_i^x``."""
-    ladders = ladders_from_universe(values.astype(np.int64).tolist(), neighbours).astype(float)
+    ladders = ladders_from_universe(values, neighbours)
     last = ladders[:, -1:]
     gap = np.abs(values[:, None] - outputs[None, :])
     reach = np.cumsum(ladders, axis=1)  # L_0 .. L_D, non-decreasing: the first rung is a binary search
@@ -135,7 +135,13 @@ def ladder_index(values: np.ndarray, outputs: np.ndarray, neighbours: np.ndarray
 
 
 def index_mechanism(index: np.ndarray, eps: float, *, penalty: np.ndarray | None = None) -> np.ndarray:
-    """``p^x(r) ~ exp(-eps (I[x, r] + penalty[r]))``, rows normalised in log space."""
+    """``p^x(r) ~ exp(-eps (I[x, r] + penalty[r]))``, rows normalised in log space.
+
+    Raises ValueError for a dataset with no reachable output (its row would be 0 / 0): the
+    methods' ``applies`` rules keep such problems away, so this is a bug, never a NaN row.
+    """
+    if (index >= UNREACHABLE).all(axis=1).any():
+        raise ValueError(f"dataset {int(np.argmax((index >= UNREACHABLE).all(axis=1)))} has no output in its set sequence")
     weight = index.astype(float) + (0.0 if penalty is None else penalty[None, :])
     logits = np.where(index >= UNREACHABLE, -np.inf, -eps * weight)
     return np.exp(logits - logsumexp(logits, axis=1, keepdims=True))

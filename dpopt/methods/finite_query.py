@@ -172,8 +172,10 @@ def _value_rows(problem: FiniteQuery) -> int:
 
 
 def _value_lp_applies(problem: FiniteQuery) -> bool:
-    # neighbour privacy: every row's log-bound is epsilon
-    return problem.privacy == "neighbours" and problem.epsilon <= MAX_COEFFICIENT_EXPONENT and _value_rows(problem) <= MAX_PRIVACY_ROWS
+    # neighbour privacy: every row's log-bound is epsilon; the classes form a universe of their
+    # own, which must be connected (a metric may leave a dataset with no neighbour)
+    return (problem.privacy == "neighbours" and problem.universe.neighbours_connected
+            and problem.epsilon <= MAX_COEFFICIENT_EXPONENT and _value_rows(problem) <= MAX_PRIVACY_ROWS)
 
 
 def _value_lp_memory(problem: FiniteQuery) -> tuple[float, str]:
@@ -182,7 +184,7 @@ def _value_lp_memory(problem: FiniteQuery) -> tuple[float, str]:
 
 
 @register(KIND, "value_lp", exact=False, uses_solver=True, auto_fallback=True, applies=_value_lp_applies, memory=_value_lp_memory,
-          cost=lambda p: float(p.size[1]) ** 3, requires=f'privacy = "neighbours", at most {MAX_PRIVACY_ROWS:,} privacy rows between value classes and {_COEFFICIENTS}',
+          cost=lambda p: float(p.size[1]) ** 3, requires=f'privacy = "neighbours", neighbours (distance <= 1) connecting every dataset, at most {MAX_PRIVACY_ROWS:,} privacy rows between value classes and {_COEFFICIENTS}',
           summary="the best mechanism of the value alone: the LP with one row per value (per loss row and side-information "
                   "membership), lifted to the datasets; between the LP optimum and every value-based construction")
 def solve_value_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution:
@@ -211,6 +213,25 @@ def _shortcut_memory(problem: FiniteQuery) -> tuple[float, str]:
 
 def _neighbour_privacy(problem: FiniteQuery) -> bool:
     return problem.privacy == "neighbours"
+
+
+def _connected_neighbour_privacy(problem: FiniteQuery) -> bool:
+    """The ladder's rungs are hop distances in the neighbour graph: it must be connected."""
+    return _neighbour_privacy(problem) and problem.universe.neighbours_connected
+
+
+def _value_outputs(problem: FiniteQuery) -> bool:
+    """Theorem 2's sets I_i^x and Section 7's score -d̄(x, f^-1(r)) reach only outputs that are
+    values of f: with none among the outputs every row would be empty."""
+    return _neighbour_privacy(problem) and bool(np.isin(problem.outputs, problem.universe.values).any())
+
+
+#: Each construction's condition beyond the problem kind, and how a refusal names it.
+_CONSTRUCTION_APPLIES: dict[str, tuple[Callable[[FiniteQuery], bool], str]] = {
+    "ladder": (_connected_neighbour_privacy, 'privacy = "neighbours" and neighbours (distance <= 1) connecting every dataset'),
+    "privacy_first": (_value_outputs, 'privacy = "neighbours" and an output that is a value of f'),
+    "exponential": (_value_outputs, 'privacy = "neighbours" and an output that is a value of f'),
+}
 
 
 def _index_of(name: str, problem: FiniteQuery) -> tuple[np.ndarray, np.ndarray | None]:
@@ -248,9 +269,9 @@ def _construction(name: str) -> Callable[..., Solution]:
 
 
 for _name in seq.CONSTRUCTIONS:
+    _applies, _requires = _CONSTRUCTION_APPLIES.get(_name, (_neighbour_privacy, 'privacy = "neighbours"'))
     register(KIND, _name, exact=False, uses_solver=False, cost=lambda p: float(p.size[0]) ** 2 * p.size[1] * 1e-3,
-             applies=_neighbour_privacy, memory=_shortcut_memory, summary=seq.CONSTRUCTIONS[_name],
-             requires='privacy = "neighbours"')(_construction(_name))
+             applies=_applies, memory=_shortcut_memory, summary=seq.CONSTRUCTIONS[_name], requires=_requires)(_construction(_name))
 
 
 @register_reader(KIND)

@@ -83,6 +83,19 @@ def test_epsilon_alone_is_not_enough():
     assert certify(matrix, 0.7, pairs=np.array([[0, 1], [1, 2], [2, 3]])).max_privacy_loss > 0.7
 
 
+def test_ladders_of_real_values_are_real_jumps():
+    # values 0, 0.5, 1.0, 1.7 on a path: local sensitivities 0.5, 0.5, 0.7, 0.7 (truncating
+    # the values to integers would give 0, 1, 1, 0)
+    ladders = ladders_from_universe([0.0, 0.5, 1.0, 1.7], [[0, 1], [1, 2], [2, 3]])
+    np.testing.assert_allclose(ladders[0], [0.5, 0.5, 0.7, 0.7])
+    np.testing.assert_allclose(ladders[3], [0.7, 0.7, 0.7, 0.7])
+
+
+def test_the_count_query_ladder_matrix_takes_integers_only():
+    with pytest.raises(InvalidParameterError, match="'values'"):
+        ladder_matrix([0, 0.5, 2], [[0, 1], [1, 2]], 1.0)
+
+
 def test_bad_ladders_rejected():
     with pytest.raises(InvalidParameterError, match="'ladder'"):
         LadderMechanism(ladder=(3, 1), epsilon=1.0)

@@ -49,7 +49,8 @@ def test_average_objective_against_the_cvxpy_program_on_clarabel(n, alpha, loss)
 
 @st.composite
 def universes(draw):
-    """A random connected universe: a random spanning tree plus extra edges, random integer values."""
+    """A random connected universe: a random spanning tree plus extra edges, random values
+    (integers, or reals with halves and quarters: the ladder's rungs are real jumps then)."""
     m = draw(st.integers(2, 9))
     parents = [draw(st.integers(0, i - 1)) for i in range(1, m)]
     edges = {(p, i) for i, p in enumerate(parents, start=1)}
@@ -57,7 +58,7 @@ def universes(draw):
         a, b = draw(st.integers(0, m - 1)), draw(st.integers(0, m - 1))
         if a != b:
             edges.add((min(a, b), max(a, b)))
-    values = draw(st.lists(st.integers(0, 6), min_size=m, max_size=m))
+    values = draw(st.lists(st.one_of(st.integers(0, 6), st.sampled_from([0.5, 1.25, 2.75, 4.5])), min_size=m, max_size=m))
     return {"type": "explicit", "values": values, "neighbours": sorted(edges)}
 
 
@@ -97,7 +98,7 @@ def test_index_rules_against_their_definitions_written_as_loops(universe, data):
     literal = np.array([[min((hops[x, y] for y in range(m) if abs(f[y] - out) <= delta[y]), default=seq.UNREACHABLE)
                          for out in r] for x in range(m)])
     np.testing.assert_array_equal(seq.compositional_index(hops, f, r, delta), literal)
-    ladders = ladders_from_universe(f.astype(int).tolist(), u.neighbours)
+    ladders = ladders_from_universe(f, u.neighbours)
     reach = np.cumsum(ladders, axis=1)
     rung = seq.ladder_index(f, r, u.neighbours)
     for x in range(m):
@@ -150,6 +151,34 @@ def test_lp_is_below_every_construction_at_the_same_measured_privacy(universe, e
         assert solution.certificate.ok and np.allclose(x.sum(axis=1), 1.0) and (x >= 0).all(), name
         assert certify_finite(problem, x).max_privacy_loss <= epsilon + 1e-9, name
         assert optimum.objective <= solution.objective + 1e-9, name
+
+
+def test_a_metric_whose_neighbours_leave_a_dataset_alone_has_no_ladder():
+    """Neighbours are the pairs at distance <= 1; here dataset 2 has none. The ladder's rungs are
+    hops in that graph, so it does not apply: compare leaves it out and asking for it is refused."""
+    universe = {"type": "explicit", "values": [0, 1, 2], "metric": [[0, 1, 3], [1, 0, 2.5], [3, 2.5, 0]]}
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=1.0)
+    assert not problem.universe.neighbours_connected
+    solutions = dpopt.compare(problem)
+    assert "ladder" not in {s.method for s in solutions} and "privacy_first" in {s.method for s in solutions}
+    assert all(s.certificate.ok for s in solutions)
+    with pytest.raises(dpopt.InvalidParameterError, match="connecting every dataset"):
+        dpopt.solve(problem, "ladder")
+
+
+def test_outputs_that_are_no_value_of_f_leave_theorem_2_without_rows():
+    """I_i^x and -d̄(x, f^-1(r)) reach values of f only: with none among the outputs those two
+    constructions are refused (they used to return NaN rows); the others cover any R."""
+    problem = dpopt.FiniteQuery(universe={"type": "explicit", "values": [6, 7, 11], "neighbours": [[0, 1], [0, 2]]},
+                                alpha=0.01, outputs=[-4, 2, 4, 8, 9, 12])
+    solutions = dpopt.compare(problem)
+    assert {s.method for s in solutions}.isdisjoint({"privacy_first", "exponential"})
+    assert all(s.certificate.ok and np.isfinite(s.objective) for s in solutions)
+    for name in ("privacy_first", "exponential"):
+        with pytest.raises(dpopt.InvalidParameterError, match="an output that is a value of f"):
+            dpopt.solve(problem, name)
+    with pytest.raises(ValueError, match="no output"):
+        seq.index_mechanism(np.full((2, 3), seq.UNREACHABLE), 1.0)
 
 
 def test_exponential_mechanism_is_theorem_2_on_a_finite_universe():
