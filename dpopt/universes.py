@@ -90,6 +90,17 @@ class Universe:
         return bool(csgraph.connected_components(graph, directed=False, return_labels=False) == 1)
 
     @functools.cached_property
+    def neighbour_hops(self) -> np.ndarray:
+        """Hop distances in the neighbour graph (inf between its components). For a universe
+        given by edges that is d̄ itself; a metric's d̄ can be far shorter (a pair at distance
+        1.5 may be many hops apart, or in different components)."""
+        if "metric" not in self.spec:
+            return self.distances
+        pairs = self.neighbours
+        graph = coo_array((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(self.size, self.size)).tocsr()
+        return shortest_path(graph, directed=False, unweighted=True)
+
+    @functools.cached_property
     def hops(self) -> np.ndarray:
         """``ceil(d̄)``: the index k of "neighbours of distance k" (Definition 4), as integers."""
         return np.ceil(self.distances - 1e-12).astype(np.int64)

@@ -65,9 +65,19 @@ UNREACHABLE = np.iinfo(np.int64).max // 4
 
 
 def staircase_index(values: np.ndarray, outputs: np.ndarray, sensitivity: float, gamma: float = 0.0) -> np.ndarray:
-    """Theorem 1 / Example 9: ``ceil((|f(x) - r| - gamma) / Delta)``, 0 within gamma."""
+    """Theorem 1 / Example 9: ``ceil((|f(x) - r| - gamma) / Delta)``, 0 within gamma.
+
+    With Delta = 0 (neighbours share their values, as a metric universe's few neighbours
+    may) the steps are infinitely fine: index 0 on the outputs nearest f(x) and none
+    elsewhere, a function of f(x) alone and so private. Indices are capped at
+    :data:`UNREACHABLE` (a tiny Delta against a large gap must not overflow int64).
+    """
     gap = np.abs(values[:, None] - outputs[None, :])
-    return np.maximum(np.ceil((gap - gamma) / max(sensitivity, 1e-300) - 1e-12), 0).astype(np.int64)
+    if sensitivity <= 0:
+        return np.where(gap <= gap.min(axis=1, keepdims=True), 0, UNREACHABLE).astype(np.int64)
+    steps = np.maximum(np.ceil((gap - gamma) / sensitivity - 1e-12), 0)
+    capped = steps >= UNREACHABLE  # (float(UNREACHABLE) rounds up: compare, then cast only what fits)
+    return np.where(capped, UNREACHABLE, np.where(capped, 0.0, steps).astype(np.int64))
 
 
 def compositional_index(hops: np.ndarray, values: np.ndarray, outputs: np.ndarray, delta: np.ndarray) -> np.ndarray:

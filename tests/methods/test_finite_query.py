@@ -62,6 +62,21 @@ def universes(draw):
     return {"type": "explicit", "values": values, "neighbours": sorted(edges)}
 
 
+@st.composite
+def metric_universes(draw):
+    """A random metric universe: points on a quarter grid of [0, 3]^2 with the L1 distance
+    (exact in floats), the second within 1 of the first so that some pair are neighbours;
+    the neighbours (distance <= 1) need not connect every dataset."""
+    m = draw(st.integers(2, 8))
+    coordinate = st.integers(0, 12).map(lambda k: k / 4)
+    points = [(draw(coordinate), draw(coordinate))]
+    points.append((points[0][0], min(3.0, points[0][1] + draw(st.sampled_from([0.0, 0.5, 1.0])))))
+    points += [(draw(coordinate), draw(coordinate)) for _ in range(m - 2)]
+    metric = [[abs(p[0] - q[0]) + abs(p[1] - q[1]) for q in points] for p in points]
+    values = draw(st.lists(st.one_of(st.integers(0, 6), st.sampled_from([0.5, 2.75])), min_size=m, max_size=m))
+    return {"type": "explicit", "values": values, "metric": metric}
+
+
 def _indices(problem):
     u = problem.universe
     f, r = u.values, problem.outputs
@@ -181,6 +196,22 @@ def test_outputs_that_are_no_value_of_f_leave_theorem_2_without_rows():
         seq.index_mechanism(np.full((2, 3), seq.UNREACHABLE), 1.0)
 
 
+def test_zero_sensitivity_releases_the_nearest_outputs(recwarn):
+    """Neighbours that share their value (dataset 2 has none at all) make Delta = 0: the staircase
+    steps are infinitely fine, so each dataset releases its nearest outputs (an int64 overflow
+    before); a tiny Delta against a large gap is capped, not overflowed."""
+    universe = {"type": "explicit", "values": [1, 1, 0], "metric": [[0, 0, 1.25], [0, 0, 1.25], [1.25, 1.25, 0]]}
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=0.5, outputs=[0.5, 1, 3])
+    assert problem.sensitivity == 0
+    np.testing.assert_array_equal(seq.staircase_index(problem.universe.values, problem.outputs, 0.0),
+                                  [[seq.UNREACHABLE, 0, seq.UNREACHABLE]] * 2 + [[0, seq.UNREACHABLE, seq.UNREACHABLE]])
+    for solution in dpopt.compare(problem):
+        assert solution.certificate.ok and np.isfinite(solution.objective), solution.method
+    assert dpopt.solve(problem, "staircase").objective == 0.5  # 0, 0 and |0 - 0.5|
+    assert seq.staircase_index(np.array([0.0]), np.array([1e12]), 1e-12)[0, 0] == seq.UNREACHABLE
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
 def test_exponential_mechanism_is_theorem_2_on_a_finite_universe():
     problem = dpopt.FiniteQuery(universe={"type": "graph_atlas", "nodes": 5, "statistic": "triangles"}, epsilon=1.0)
     a, b = dpopt.solve(problem, "exponential"), dpopt.solve(problem, "privacy_first")
@@ -263,6 +294,59 @@ def test_graph_majorant_is_the_smallest_private_upper_bound(universe, epsilon, d
     assert (y[a] <= np.exp(epsilon) * y[b] * (1 + 1e-12) + 1e-300).all() and (y[b] <= np.exp(epsilon) * y[a] * (1 + 1e-12) + 1e-300).all()
     # already private: unchanged up to rounding (e^-ea e^-eb may exceed e^-e(a+b) by an ulp), so it is the smallest
     np.testing.assert_allclose(graph_majorant(problem, y), y, rtol=1e-12, atol=0)
+
+
+def _majorant_by_relaxation(problem, x):
+    """The smallest private majorant by another route: raise entries along privacy rows until
+    nothing moves (Bellman-Ford on the rows' log-bounds)."""
+    pairs, bounds = problem.privacy_pairs(implied=True)
+    y = x.copy()
+    for _ in range(len(x) + 1):
+        lifted = np.zeros_like(y)
+        np.maximum.at(lifted, pairs[:, 1], y[pairs[:, 0]] * np.exp(-bounds)[:, None])  # y[b] >= e^-eps_ab y[a]
+        if (lifted <= y).all():
+            return y
+        y = np.maximum(y, lifted)
+    raise AssertionError("no fixed point")
+
+
+@given(universe=st.one_of(universes(), metric_universes()), privacy=st.sampled_from(["neighbours", "metric"]),
+       epsilon=st.floats(0.1, 6.0), data=st.data())
+def test_graph_majorant_against_raising_along_the_rows(universe, privacy, epsilon, data):
+    """On edge and metric universes, for both privacy modes: the majorant is the fixed point of
+    raising entries along the privacy rows, so it is private and the smallest such y >= x (with
+    d̄ in place of the neighbour graph's hops a metric universe's majorant was far larger)."""
+    from dpopt.methods.finite_query import graph_majorant
+
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon, privacy=privacy)
+    m, k = problem.size
+    x = np.array(data.draw(st.lists(st.lists(st.floats(0.0, 1.0), min_size=k, max_size=k), min_size=m, max_size=m)))
+    np.testing.assert_allclose(graph_majorant(problem, x), _majorant_by_relaxation(problem, x), rtol=1e-12, atol=1e-300)
+
+
+@settings(max_examples=40, deadline=None)
+@given(universe=metric_universes(), epsilon=st.sampled_from([0.5, 2.0, 8.0]), loss=st.sampled_from(LOSSES),
+       objective=st.sampled_from(["minimax", "average"]))
+def test_lp_on_metric_universes_is_exact_and_below_every_construction(universe, epsilon, loss, objective):
+    """A random probe found the lp 150 times above privacy_first on a metric universe (its repair
+    raised non-neighbours' entries) while reporting itself exact."""
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon, loss=loss, objective=objective)
+    solutions = {s.method: s for s in dpopt.compare(problem)}
+    lp = solutions.pop("lp")
+    assert lp.exact and lp.certificate.ok and lp.details["optimality_gap"] <= 1e-6
+    assert all(s.objective >= lp.objective - 1e-7 * max(1.0, lp.objective) for s in solutions.values())
+
+
+def test_lp_reports_a_costly_repair_as_an_upper_bound(monkeypatch):
+    """Rows that the repair has to move far (here: a solver made to return the identity, which is
+    not private) are certified and released, but not claimed optimal."""
+    from dpopt.methods import finite_query as methods
+
+    problem = dpopt.FiniteQuery(universe=path(4), epsilon=1.0)
+    monkeypatch.setattr(methods, "_optimal_rows", lambda p, s: (np.eye(5), {"solver_objective": 0.0, "lower_bound": 0.0}, "HIGHS"))
+    solution = dpopt.solve(problem, "lp")
+    assert solution.certificate.ok and not solution.exact and solution.status == "gap_above_tolerance"
+    assert solution.details["optimality_gap"] == pytest.approx(1.0)
 
 
 def test_lp_repair_costs_almost_nothing():
