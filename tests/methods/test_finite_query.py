@@ -194,6 +194,14 @@ def test_outputs_that_are_no_value_of_f_leave_theorem_2_without_rows():
             dpopt.solve(problem, name)
     with pytest.raises(ValueError, match="no output"):
         seq.index_mechanism(np.full((2, 3), seq.UNREACHABLE), 1.0)
+    # Theorem 3 reaches outputs within delta^y of f(y): none of 5, 6 is within 1 of 22.8..46
+    far = dpopt.FiniteQuery(universe={"type": "explicit", "values": [46.0, 41.0, 22.838, 43.0, 37.0],
+                                      "neighbours": [[2, 1], [1, 3], [2, 4], [4, 0]]}, epsilon=0.1, outputs=[5, 6])
+    assert {s.method for s in dpopt.compare(far)}.isdisjoint({"privacy_first", "compositional", "weighted_privacy_first"})
+    with pytest.raises(dpopt.InvalidParameterError, match="within delta"):
+        dpopt.solve(far, "compositional")
+    near = dpopt.FiniteQuery(universe=far.universe.spec, epsilon=0.1, outputs=[5, 6], delta=[0, 0, 17, 0, 0])
+    assert dpopt.solve(near, "compositional").certificate.ok  # 22.838 - 17 = 5.838 <= 6
 
 
 def test_zero_sensitivity_releases_the_nearest_outputs(recwarn):
@@ -347,6 +355,18 @@ def test_lp_reports_a_costly_repair_as_an_upper_bound(monkeypatch):
     solution = dpopt.solve(problem, "lp")
     assert solution.certificate.ok and not solution.exact and solution.status == "gap_above_tolerance"
     assert solution.details["optimality_gap"] == pytest.approx(1.0)
+
+
+def test_lp_with_an_optimum_near_zero_is_exact_by_the_absolute_gap():
+    """At epsilon = 15 the watched datasets are 3-4 hops apart, so the optimum is of order alpha^4
+    (1e-26): the solver's 2e-13 is 100% above its lower bound 0 but exact for every purpose
+    (a random probe found it reported as an upper bound)."""
+    values = [2.5, 2.5, 0, 2.5, 0, 1, 1, 2.5, 0, 0, 2.5, 1, 2.5]
+    edges = [[2, 1], [1, 11], [11, 9], [1, 10], [1, 5], [5, 3], [1, 8], [3, 6], [2, 7], [1, 12], [11, 0], [7, 4]]
+    problem = dpopt.FiniteQuery(universe={"type": "explicit", "values": values, "neighbours": edges}, epsilon=15,
+                                side_information=[4, 6, 10, 12])
+    solution = dpopt.solve(problem, "lp")
+    assert solution.exact and solution.certificate.ok and 0 <= solution.objective < 1e-9
 
 
 def test_lp_repair_costs_almost_nothing():
