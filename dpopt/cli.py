@@ -356,7 +356,9 @@ def _true_value(problem: Any, value: float | None) -> Any:
         if value != int(value):
             raise InvalidParameterError("true-value", "dpopt sample", "an integer for this problem kind", value)
         return int(value)
-    return value
+    # a calibrated mechanism may be integer-valued (geometric, discrete Laplace): a whole number
+    # is handed over as an int, which real-valued samplers take as well
+    return int(value) if value == int(value) else value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

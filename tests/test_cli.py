@@ -331,3 +331,15 @@ def test_an_export_of_a_matrix_too_large_to_build_is_refused_before_solving(caps
     monkeypatch.undo()
     code, out, _ = run(capsys, "sample", str(path), "--true-value", "7", "--count", "3", "--seed", "1")
     assert code == 0 and len(json.loads(out)["releases"]) == 3
+
+
+def test_sample_hands_a_whole_true_value_to_an_integer_calibrated_mechanism(capsys, tmp_path):
+    """--true-value is read as a number; the geometric calibration's sampler takes integers, so
+    ``--true-value 3`` must reach it as 3 (it was refused as "3.0 is not an integer")."""
+    path = tmp_path / "geometric.toml"
+    path.write_text('kind = "calibration"\nmechanism = "geometric"\nepsilon = 1\n')
+    code, out, err = run(capsys, "sample", str(path), "--true-value", "3", "--count", "5", "--seed", "2")
+    data = json.loads(out)
+    assert code == 0 and err == "" and data["true_value"] == 3 and all(isinstance(r, int) for r in data["releases"])
+    code, out, err = run(capsys, "sample", str(path), "--true-value", "0.5", "--count", "5", "--seed", "2")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "'true_value'" in err
