@@ -333,10 +333,14 @@ def _compare_outcomes(problem: Any, solver: str | None, timeout: float | None) -
         result = solve_in_process(problem, method.name, solver if method.uses_solver else None, timeout)
         if result.kind == "summary":
             yield method.name, result.value
-        elif result.kind == "raise":  # a solver failure, or any other refusal in the child
+        elif result.kind == "raise":  # a solver failure, a refusal as it ran (as in-process: skipped), or a bug
             error = result.value
-            yield failure(method.name, "solver_error", str(error)) if isinstance(error, SolverError) \
-                else failure(method.name, "error", f"{type(error).__name__}: {error}")
+            if isinstance(error, SolverError):
+                yield failure(method.name, "solver_error", str(error))
+            elif isinstance(error, InvalidParameterError):
+                yield failure(method.name, "skipped", error)
+            else:
+                yield failure(method.name, "error", f"{type(error).__name__}: {error}")
         else:
             yield failure(method.name, "skipped" if result.kind == "timeout" else result.kind, result.value)
 

@@ -343,3 +343,14 @@ def test_sample_hands_a_whole_true_value_to_an_integer_calibrated_mechanism(caps
     assert code == 0 and err == "" and data["true_value"] == 3 and all(isinstance(r, int) for r in data["releases"])
     code, out, err = run(capsys, "sample", str(path), "--true-value", "0.5", "--count", "5", "--seed", "2")
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and "'true_value'" in err
+
+
+@pytest.mark.parametrize("timeout", [None, "60"])
+def test_compare_refuses_in_one_line_what_the_only_method_refuses_as_it_runs(capsys, tmp_path, timeout):
+    """The discrete Gaussian's grid variance is only known once calibrated; with --timeout the
+    refusal came back from the method's process as an internal error (exit 1)."""
+    path = tmp_path / "grid.toml"
+    path.write_text('kind = "calibration"\nmechanism = "discrete_gaussian"\nepsilon = 0.001\nsensitivity = 100\n'
+                    'delta = 0.01\ngrid = 1.0\n')
+    code, out, err = run(capsys, "compare", str(path), *(["--timeout", timeout] if timeout else []))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "grid variance" in err
