@@ -63,7 +63,7 @@ class FiniteQuery:
         Example 9's staircase offset, 0 <= gamma < global sensitivity; default 0.
     important : sequence of float, optional
         Theorems 5-6's important outputs E (default: the values of the datasets in the
-        side information).
+        side information that are outputs).
     penalty : float, optional
         Theorems 5-6's t >= 0 (default 1).
     """
@@ -161,8 +161,8 @@ class FiniteQuery:
         return d
 
     def _important(self) -> np.ndarray:
-        if self.important is None:
-            return np.unique(self.universe.values[list(self.side_information)])
+        if self.important is None:  # the watched datasets' values that are outputs (only those can be important)
+            return np.intersect1d(self.universe.values[list(self.side_information)], self.outputs)
         e = check_array(self.important, "important", KIND, ndim=1, max_abs=MAX_MAGNITUDE)
         if not np.isin(e, self.outputs).all():
             raise fail("important", KIND, "a list of outputs (values in R)", self.important)

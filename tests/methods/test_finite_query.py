@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import dpopt
 from dpopt.export import read_solution
+from dpopt.problem_files import problem_from_dict
 from dpopt.mechanisms import set_sequences as seq
 from dpopt.mechanisms.ladder import ladders_from_universe
 from dpopt.methods.finite_query import certify_finite
@@ -287,6 +288,26 @@ def test_export_round_trip(tmp_path, suffix):
     back = read_solution(tmp_path / f"m{suffix}")
     assert back.objective == pytest.approx(solution.objective, rel=1e-12) and back.certificate.ok
     np.testing.assert_array_equal(back.sample(2, 10, rng=4), solution.sample(2, 10, rng=4))
+
+
+@settings(max_examples=40, deadline=None)
+@given(universe=st.one_of(universes(), metric_universes()), outputs=st.none() | st.lists(st.integers(-3, 9), min_size=1, max_size=5, unique=True),
+       data=st.data())
+def test_a_problem_and_its_export_read_back_whatever_the_outputs(universe, outputs, data, tmp_path_factory):
+    """The default important set was every watched value, outputs or not, and on reading back it
+    was checked as given: an export with outputs that miss a value could not be read (a random
+    probe). Now it is the watched values among the outputs, and every problem reads back."""
+    m = len(universe["values"])
+    side = data.draw(st.none() | st.lists(st.integers(0, m - 1), min_size=1, max_size=m, unique=True))
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=1.0, outputs=outputs, side_information=side)
+    assert np.isin(problem.important, problem.outputs).all()
+    again = problem_from_dict(problem.to_dict())
+    np.testing.assert_array_equal(again.important, problem.important)
+    solution = dpopt.solve(problem, "staircase")
+    path = tmp_path_factory.mktemp("export") / "m.json"
+    solution.export(str(path))
+    back = read_solution(path)
+    assert back.certificate.ok and back.objective == pytest.approx(solution.objective, rel=1e-12)
 
 
 @given(universe=universes(), epsilon=st.floats(0.1, 3.0), data=st.data())
