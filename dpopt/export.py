@@ -399,7 +399,7 @@ def read_solution(path: str | os.PathLike[str], *, recertify: bool = False) -> A
         if everything re-verified on it passes.
     """
     from dpopt.problem_files import problem_from_dict
-    from dpopt.registry import reader_for
+    from dpopt.registry import REGISTRY, reader_for
 
     file = Path(path) if isinstance(path, (str, os.PathLike)) else None
     if file is None or not str(path) or file.suffix.lower() not in EXPORT_FORMATS or not file.exists():
@@ -429,7 +429,11 @@ def read_solution(path: str | os.PathLike[str], *, recertify: bool = False) -> A
             f"the mechanism read fails its privacy certificate ({solution.certificate.max_privacy_loss} > {solution.certificate.target})"
         )
     seconds = summary.get("seconds")
-    return dataclasses.replace(solution, seconds=float(seconds) if isinstance(seconds, (int, float)) else float("nan"))
+    # optimal only if the reader, the file and the registered method all say so: a file never
+    # makes a closed form exact, nor an edited "exact" flag an upper bound optimal
+    method = REGISTRY.get(problem.kind, {}).get(solution.method)
+    exact = bool(solution.exact and summary.get("exact") is True and method is not None and method.is_exact(problem))
+    return dataclasses.replace(solution, exact=exact, seconds=float(seconds) if isinstance(seconds, (int, float)) else float("nan"))
 
 
 def stored_fields(stored: StoredSolution) -> dict[str, Any]:

@@ -276,3 +276,30 @@ def test_noise_adding_round_trips_through_its_pmf(tmp_path, suffix):
     back = read_solution(tmp_path / f"n{suffix}")
     assert back.objective == solution.objective and back.certificate.ok
     np.testing.assert_array_equal(back.sample(5, 20, rng=3), solution.sample(5, 20, rng=3))
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_a_single_level_chain_reads_back(tmp_path, suffix):
+    """One level is a chain of no remaps, which the export leaves out; reading asked for a list."""
+    for method in ("closed_form", "lp"):
+        solution = dpopt.solve(dpopt.MultiLevelRelease(n=5, alphas=[0.5]), method)
+        solution.export(str(tmp_path / f"{method}{suffix}"))
+        back = read_solution(tmp_path / f"{method}{suffix}")
+        assert back.certificate.ok and back.objective == solution.objective and back.exact == solution.exact
+        np.testing.assert_array_equal(back.sample(2, 20, rng=3), solution.sample(2, 20, rng=3))
+
+
+def test_reading_never_makes_a_closed_form_exact(tmp_path):
+    """Geometric noise at Delta = 3 is not optimal: it was read back as exact (the noise reader set
+    exact for every method); nor does an edited flag make it so."""
+    solution = dpopt.solve(dpopt.NoiseAdding(sensitivity=3, epsilon=1.0), "geometric")
+    path = tmp_path / "geometric.json"
+    solution.export(str(path))
+    assert not solution.exact and not read_solution(path).exact
+    data = json.loads(path.read_text())
+    data["summary"]["exact"] = True
+    path.write_text(json.dumps(data))
+    assert not read_solution(path, recertify=True).exact
+    optimal = dpopt.solve(dpopt.NoiseAdding(sensitivity=3, epsilon=1.0), "staircase")
+    optimal.export(str(tmp_path / "staircase.json"))
+    assert optimal.exact and read_solution(tmp_path / "staircase.json").exact

@@ -186,6 +186,8 @@ def read_multi_level(problem: MultiLevelRelease, stored: StoredSolution) -> Solu
     if np.abs(first - geometric_matrix(problem.n, problem.levels[0])).max() > CHAIN_TOLERANCE:
         raise stored.fail("its first level is not the geometric mechanism at alpha_1")
     tables = stored.meta.get("tables", {}).get("remaps")
+    if tables is None and len(problem.levels) == 1:  # one level: a chain of no remaps, which the export leaves out
+        tables = []
     if not isinstance(tables, list) or len(tables) != len(problem.levels) - 1:
         raise stored.fail(f"it does not hold the {len(problem.levels) - 1} remaps of its chain")
     remaps = []
