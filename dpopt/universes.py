@@ -22,16 +22,27 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from scipy.sparse import coo_array, csgraph
-from scipy.sparse.csgraph import shortest_path
+from scipy import sparse
+from scipy.sparse import csgraph
 
 from dpopt.dx.metric import first_triangle_violation
 from dpopt.limits import MAX_MAGNITUDE, MAX_UNIVERSE, check_memory
 from dpopt.validation import check_array, check_choice, check_int, fail, read_text_file
 
-__all__ = ["Universe", "graph_atlas", "GRAPH_STATISTICS", "universe_from_spec"]
+__all__ = ["Universe", "graph_atlas", "GRAPH_STATISTICS", "hop_distances", "neighbour_graph", "universe_from_spec"]
 
 OWNER = "universe"
+
+
+def neighbour_graph(size: int, pairs: np.ndarray) -> sparse.csr_array:
+    """The undirected graph on ``size`` datasets whose edges are ``pairs`` (k x 2 indices)."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    return sparse.coo_array((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(size, size)).tocsr()
+
+
+def hop_distances(size: int, pairs: np.ndarray) -> np.ndarray:
+    """Shortest-path hop counts of :func:`neighbour_graph` (inf between its components)."""
+    return csgraph.shortest_path(neighbour_graph(size, pairs), directed=False, unweighted=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,8 +96,7 @@ class Universe:
     def neighbours_connected(self) -> bool:
         """Whether the neighbours (distance <= 1) connect every dataset: always for edges; a
         metric may leave datasets with no neighbour at all (the ladder needs them connected)."""
-        pairs = self.neighbours
-        graph = coo_array((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(self.size, self.size))
+        graph = neighbour_graph(self.size, self.neighbours)
         return bool(csgraph.connected_components(graph, directed=False, return_labels=False) == 1)
 
     @functools.cached_property
@@ -96,9 +106,7 @@ class Universe:
         1.5 may be many hops apart, or in different components)."""
         if "metric" not in self.spec:
             return self.distances
-        pairs = self.neighbours
-        graph = coo_array((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(self.size, self.size)).tocsr()
-        return shortest_path(graph, directed=False, unweighted=True)
+        return hop_distances(self.size, self.neighbours)
 
     @functools.cached_property
     def hops(self) -> np.ndarray:
@@ -115,8 +123,7 @@ class Universe:
             raise fail("universe.neighbours", OWNER, f"a non-empty list of [a, b] pairs of distinct datasets in 0..{m - 1}", edges)
         p = pairs.astype(np.int64)
         _check_distance_memory(m)
-        graph = coo_array((np.ones(len(p)), (p[:, 0], p[:, 1])), shape=(m, m)).tocsr()
-        distances = shortest_path(graph, directed=False, unweighted=True)
+        distances = hop_distances(m, p)
         spec = {"type": "explicit", "values": f.tolist(), "neighbours": p.tolist()}
         return cls(f, distances, source=source, spec=spec)
 

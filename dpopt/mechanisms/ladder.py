@@ -22,16 +22,15 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from scipy.sparse import coo_array
-from scipy.sparse.csgraph import shortest_path
 
 from dpopt.mechanisms.noise import check_epsilon
 from dpopt.exact_sampling import exact_choice_logits, exact_geometric, uniform_below
 from dpopt.sampling import check_count, resolve_rng
+from dpopt.universes import hop_distances
 from dpopt.limits import MAX_MAGNITUDE
 from dpopt.validation import check_array, check_int, fail
 
-__all__ = ["LadderMechanism", "ladders_from_universe", "ladder_matrix", "neighbour_hops"]
+__all__ = ["LadderMechanism", "ladders_from_universe", "ladder_matrix"]
 
 OWNER = "ladder mechanism"
 
@@ -144,17 +143,11 @@ def ladders_from_universe(values: Sequence[float], neighbours: Any) -> np.ndarra
     local = np.zeros(n)
     np.maximum.at(local, pairs[:, 0], jumps)
     np.maximum.at(local, pairs[:, 1], jumps)
-    dist = neighbour_hops(n, pairs)
+    dist = hop_distances(n, pairs)
     if not np.isfinite(dist).all():
         raise fail("neighbours", OWNER, "a connected neighbour graph", "a disconnected one")
     diameter = int(dist.max())
     return np.stack([np.where(dist <= i, local[None, :], 0).max(axis=1) for i in range(diameter + 1)], axis=1)
-
-
-def neighbour_hops(n: int, pairs: np.ndarray) -> np.ndarray:
-    """Hop distances of the graph on ``n`` datasets with edges ``pairs`` (inf between components)."""
-    graph = coo_array((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n)).tocsr()
-    return shortest_path(graph, directed=False, unweighted=True)
 
 
 def ladder_matrix(values: Sequence[int], neighbours: Any, epsilon: float, *, margin: int | None = None) -> tuple[np.ndarray, np.ndarray]:

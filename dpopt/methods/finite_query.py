@@ -241,16 +241,20 @@ def _connected_neighbour_privacy(problem: FiniteQuery) -> bool:
     return _neighbour_privacy(problem) and problem.universe.neighbours_connected
 
 
+def _reaches_an_output(problem: FiniteQuery, radius: np.ndarray | float) -> bool:
+    """Theorem 3's R_i^x reach only outputs within delta^y of some f(y), Theorem 2's I_i^x and
+    Section 7's score -d̄(x, f^-1(r)) only values of f (radius 0): with none among the outputs
+    every row would be empty. The tolerance is :func:`seq.compositional_index`'s."""
+    gap = np.abs(problem.universe.values[:, None] - problem.outputs[None, :])
+    return _neighbour_privacy(problem) and bool((gap <= np.reshape(radius, (-1, 1)) + 1e-12).any())
+
+
 def _value_outputs(problem: FiniteQuery) -> bool:
-    """Theorem 2's sets I_i^x and Section 7's score -d̄(x, f^-1(r)) reach only outputs that are
-    values of f: with none among the outputs every row would be empty."""
-    return _neighbour_privacy(problem) and bool(np.isin(problem.outputs, problem.universe.values).any())
+    return _reaches_an_output(problem, 0.0)
 
 
 def _outputs_within_delta(problem: FiniteQuery) -> bool:
-    """Theorem 3's R_i^x reach only outputs within delta^y of some f(y) (Theorem 2 is delta = 0)."""
-    gap = np.abs(problem.universe.values[:, None] - problem.outputs[None, :])
-    return _neighbour_privacy(problem) and bool((gap <= problem.delta[:, None] + 1e-12).any())
+    return _reaches_an_output(problem, problem.delta)
 
 
 _WITHIN_DELTA = 'privacy = "neighbours" and an output within delta of a value of f'
