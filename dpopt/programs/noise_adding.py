@@ -137,6 +137,36 @@ def repair_window(window: np.ndarray, problem: NoiseAdding) -> tuple[np.ndarray,
     return mix(p, q, pair_violation_weight(p, q, window_line(m, d, b), window_shifts(d), 1.0 / b))
 
 
+def majorant_window(window: np.ndarray, problem: NoiseAdding) -> np.ndarray:
+    """The smallest private noise above a solver's window, read back on the window and normalised.
+
+    Privacy is ``alpha y(z) <= y(z')`` for ``|z - z'| <= Delta``, so the smallest ``y >= p``
+    is the max-plus closure ``max_z' alpha^ceil(|z - z'| / Delta) p(z')``: raise every value
+    to alpha times the largest within Delta until nothing moves (a sliding maximum per pass,
+    each pass reaching one period further). It is computed on the window with two periods of
+    each tail, so the window's values see every partner they have. It raises only the values
+    the solver left violated, by their violations (for tiny values near alpha^M, a relative
+    change), where mixing in the strict member costs that member's far larger E|Z| times the
+    weight. The result's own tails are the periodic ones of its window: whether that is
+    private is for the caller's certificate to say (:func:`repair_window` is the fallback).
+    """
+    from scipy.ndimage import maximum_filter1d
+
+    from dpopt.mechanisms.integer_noise import PeriodicNoise
+
+    m, d, b = problem.window, problem.sensitivity, problem.alpha
+    mass = mass_vector(m, d, b)
+    p = np.clip(np.asarray(window, dtype=float), 0.0, None)
+    y = PeriodicNoise(p / (mass @ p), d, b).pmf(np.arange(-m - 2 * d, m + 2 * d + 1))
+    for _ in range(y.size // d + 2):
+        raised = np.maximum(y, b * maximum_filter1d(y, size=2 * d + 1, mode="constant", cval=0.0))
+        if np.array_equal(raised, y):
+            break
+        y = raised
+    w = y[2 * d: 2 * d + 2 * m + 1]
+    return w / (mass @ w)
+
+
 def least_mixing_weight(violation: np.ndarray, slack: np.ndarray, scale_p: np.ndarray, scale_q: np.ndarray) -> float:
     """The least w with ``(1 - w) violation + w slack <= 0`` on every violated row that ``q`` leaves slack.
 

@@ -157,6 +157,35 @@ def test_window_repair_without_the_pair_matrix_is_the_matrix_one(delta, extra, e
     np.testing.assert_allclose(repaired, expected, rtol=1e-9, atol=1e-300)
 
 
+@settings(max_examples=40)
+@given(delta=st.integers(1, 5), extra=st.integers(0, 6), epsilon=st.floats(0.1, 20.0), seed=st.integers(0, 2**32 - 1),
+       spread=st.sampled_from([1e-12, 1e-3, 1.0, 30.0]))
+def test_the_majorant_window_is_the_max_plus_closure_by_its_definition(delta, extra, epsilon, seed, spread):
+    """``y(z) = max_z' alpha^ceil(|z - z'| / Delta) p(z')`` over the window and two tail periods each
+    side, pair by pair, against the sliding-maximum passes; it lies above p, and for a window near a
+    private one (a solver's) it is private with its periodic tails. (Far from private, the window's
+    last period need not decay by alpha into the tail, so the certificate decides and the lp falls
+    back to mixing.)"""
+    from dpopt.mechanisms.integer_noise import PeriodicNoise
+    from dpopt.methods.noise_adding import certify_noise
+    from dpopt.programs.noise_adding import majorant_window
+
+    problem = NoiseAdding(sensitivity=delta, epsilon=epsilon, window=delta + extra)
+    m, alpha = problem.window, problem.alpha
+    mass = mass_vector(m, delta, alpha)
+    p = np.exp(spread * np.random.default_rng(seed).standard_normal(2 * m + 1)) * strictly_private_window(m, delta, alpha)
+    p /= mass @ p
+    z = np.arange(-m - 2 * delta, m + 2 * delta + 1)
+    line = PeriodicNoise(p, delta, alpha).pmf(z)
+    steps = np.ceil(np.abs(z[:, None] - z[None, :]) / delta)
+    literal = np.max(line[None, :] * alpha ** steps, axis=1)[2 * delta: 2 * delta + 2 * m + 1]
+    y = majorant_window(p, problem)
+    np.testing.assert_allclose(y, literal / (mass @ literal), rtol=1e-12, atol=1e-300)
+    assert (y * (mass @ literal) >= p * (1 - 1e-12)).all()
+    if spread <= 1e-3:
+        assert certify_noise(PeriodicNoise(y, delta, alpha), epsilon).ok
+
+
 @pytest.mark.parametrize("cost", ["absolute", "squared"])
 def test_the_window_lp_through_the_table_is_the_staircase(cost):
     """Delta = 100 > DIRECT_RUN: the range-maximum rows, solved by the interior point, against the closed form."""
