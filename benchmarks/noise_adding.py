@@ -1,6 +1,7 @@
 """Integer noise at large sensitivity: the closed forms' solve, certificate and exact draws.
 
-    python benchmarks/noise_adding.py [--sensitivities 100 1000 5000 100000] [--draws 1000] [--lp-sensitivities 50 100 200 300]
+    python benchmarks/noise_adding.py [--tables 1 2 3 4] [--sensitivities 100 1000 5000 100000] [--draws 1000]
+        [--lp-sensitivities 50 100 200 300] [--repair-sensitivities 1 2 5 20 100] [--repair-epsilons 2 5 8 ...]
 
 For each Delta, ``dpopt.solve(NoiseAdding(sensitivity=Delta, epsilon=1), "staircase")`` then
 ``--draws`` exact releases: wall time and tracemalloc peak. The baseline, run in the same
@@ -20,6 +21,10 @@ through a range-maximum table once Delta > 64 and HiGHS's interior point, agains
 before session 25 in the same process: one row per (value, shift), 2 Delta per value, and
 HiGHS's defaults. Both are checked against the staircase's closed form. The baseline is run
 up to ``--lp-baseline-max`` (at Delta = 300 its matrix has 1.1 million rows).
+
+The fourth table is about accuracy, not speed: one LP solve per cost, Delta and epsilon,
+repaired by the smallest private majorant (``lp`` since 2026-11-28) and by the mix with the
+strict member (before), each against the discrete staircase.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from dpopt.limits import memory_limit
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.staircase import discrete_staircase_noise
 from dpopt.lazy_modules import cvxpy as cp
-from dpopt.methods.noise_adding import noise_matrix, window_lp_highs
+from dpopt.methods.noise_adding import noise_matrix, repair_lp_window, window_lp_highs
 from dpopt.programs.noise_adding import (build_noise_program, cost_vector, mass_vector, mix_with_strict, privacy_matrix,
                                          repair_window, strictly_private_window)
 from dpopt.solvers import run_program
@@ -68,10 +73,13 @@ def main() -> None:
     parser.add_argument("--release-sensitivities", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--lp-sensitivities", type=int, nargs="+", default=[50, 100, 200, 300, 500, 1000])
     parser.add_argument("--lp-baseline-max", type=int, default=300)
+    parser.add_argument("--repair-sensitivities", type=int, nargs="+", default=[1, 2, 5, 20, 100])
+    parser.add_argument("--repair-epsilons", type=float, nargs="+", default=[2, 5, 8, 10, 12, 15, 20, 25, 30])
+    parser.add_argument("--tables", type=int, nargs="+", choices=[1, 2, 3, 4], default=[1, 2, 3, 4])
     args = parser.parse_args()
     new_route(10, 1), old_route(10, 1)  # imports and first-call set-up outside the measurements
     rows = []
-    for delta in args.sensitivities:
+    for delta in args.sensitivities if 1 in args.tables else []:
         objective, seconds, peak = measure(lambda: new_route(delta, args.draws))
         matrix_bytes = 8.0 * (delta + 1) * (7 * delta + 1)
         row = {"sensitivity": delta, "seconds": seconds, "peak_MiB": peak, "objective": objective}
@@ -84,19 +92,46 @@ def main() -> None:
         rows.append(row)
         print(f"Delta = {delta}: done", flush=True)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        print(f"\n{args.draws} exact draws from the staircase noise's 6 Delta + 1 weights: blocks first against all weights at once")
-        print(release_table(args.release_sensitivities, args.draws).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        print("\nThe window LP (epsilon = 1, absolute cost): build, solve, repair; baseline = one row per (value, shift), HiGHS's defaults")
-        print(lp_table(args.lp_sensitivities, args.lp_baseline_max).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        if rows:
+            print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        if 2 in args.tables:
+            print(f"\n{args.draws} exact draws from the staircase noise's 6 Delta + 1 weights: blocks first against all weights at once")
+            print(release_table(args.release_sensitivities, args.draws).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        if 3 in args.tables:
+            print("\nThe window LP (epsilon = 1, absolute cost): build, solve, repair; baseline = one row per (value, shift), HiGHS's defaults")
+            print(lp_table(args.lp_sensitivities, args.lp_baseline_max).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        if 4 in args.tables:
+            print("\nThe window LP's repair, majorant against the strict member's mix (one solve each; gaps relative to the staircase)")
+            print(repair_table(args.repair_sensitivities, args.repair_epsilons).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 
 
 def lp_route(problem: dpopt.NoiseAdding) -> float:
     """``lp`` as dpopt runs it: range-maximum rows (Delta > 64) and the interior point first; E|Z| after the repair."""
     program, window = build_noise_program(problem)
     run_program(program, owner="benchmark", highs_first=window_lp_highs(problem))
-    repaired, _ = repair_window(window.value, problem)
+    repaired, _, _ = repair_lp_window(window.value, problem)
     return float(cost_vector(problem.window, problem.sensitivity, problem.alpha, 1) @ repaired)
+
+
+def repair_table(sensitivities: list[int], epsilons: list[float]) -> pd.DataFrame:
+    """One LP solve per (cost, Delta, epsilon), repaired both ways: the majorant (dpopt's, since
+    2026-11-28) and the mix with the strict member (before); each objective's relative gap to the
+    discrete staircase, and the solver's own."""
+    rows = []
+    for cost in ("absolute", "squared"):
+        for delta in sensitivities:
+            for epsilon in epsilons:
+                problem = dpopt.NoiseAdding(sensitivity=delta, epsilon=epsilon, cost=cost)
+                program, window = build_noise_program(problem)
+                info = run_program(program, owner="benchmark", highs_first=window_lp_highs(problem))
+                costs = cost_vector(problem.window, delta, problem.alpha, problem.power)
+                closed_form = dpopt.solve(problem, "staircase").objective
+                raised, _, note = repair_lp_window(window.value, problem)
+                mixed, weight = repair_window(window.value, problem)
+                rows.append({"cost": cost, "sensitivity": delta, "epsilon": epsilon, "solver_gap": info.objective / closed_form - 1,
+                             "majorant_gap": float(costs @ raised) / closed_form - 1, "majorant_certified": note == "clip+majorant",
+                             "mix_gap": float(costs @ mixed) / closed_form - 1, "mix_weight": weight})
+    return pd.DataFrame(rows)
 
 
 def lp_baseline(problem: dpopt.NoiseAdding) -> float:

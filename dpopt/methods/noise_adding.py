@@ -178,9 +178,10 @@ def _lp_cost(problem: Any) -> float:
 #: objective up to 6e-6 (relative) below the optimum, so nothing but the staircase vouches for
 #: it. Until 2026-11-28 the repair mixed in a far costlier strict member and the result was
 #: 2.5e-3 above the staircase at Delta = 1, epsilon = 12 (365 times at 28); the majorant repair
-#: (:func:`majorant_window`) meets the staircase within 1e-15 at every epsilon from 5 to 30
-#: for Delta = 1, 2, 5, 20, both costs, and within 1.2e-10 (absolute cost) and 4e-8 (squared)
-#: at Delta = 100, epsilon = 10. Above it ``lp`` is a certified upper bound (exact = False).
+#: (:func:`majorant_window`) meets the staircase within 1e-15 at every epsilon from 2 to 30
+#: for Delta = 1, 2, 5, 20, 100, both costs, except at Delta = 100, epsilon = 10, where it fails
+#: its certificate and the mix gives 1.2e-10 (absolute cost) and 4e-8 (squared)
+#: (``benchmarks/noise_adding.py --tables 4``). Above it ``lp`` is a certified upper bound.
 LP_EXACT_EPSILON = 8.0
 #: ... and only while the repair moved its objective by at most this (relative) above the
 #: solver's. A wide window puts entries near alpha^M into the LP, below the solver's absolute
@@ -229,6 +230,17 @@ def window_lp_highs(problem: NoiseAdding) -> dict[str, str] | None:
     return INTERIOR_POINT if problem.sensitivity > DIRECT_RUN else None
 
 
+def repair_lp_window(window: np.ndarray, problem: NoiseAdding) -> tuple[np.ndarray, float, str | None]:
+    """The integer LP's repair: the smallest private majorant (:func:`majorant_window`), or, should
+    that fail its certificate, the mix with the strict member (:func:`repair_window`). Returns
+    the window, the mixing weight and the certificate's repair note (None: the mix's own)."""
+    raised = majorant_window(window, problem)
+    if certify_noise(PeriodicNoise(raised, problem.sensitivity, problem.alpha), problem.epsilon).ok:
+        return raised, 0.0, "clip+majorant"
+    mixed, weight = repair_window(window, problem)
+    return mixed, weight, None
+
+
 @register(KIND, "lp", exact=True, exact_when=_lp_exact, applies=_lp_applies, releases=_releases_exactly, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
           requires=f"for a neighbouring set, epsilon <= {MAX_COEFFICIENT_EXPONENT:g} (e^epsilon is an entry of the grid LP's "
                    "matrix, and HiGHS refuses entries above 1e15)",
@@ -239,10 +251,8 @@ def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:
     program, p = build_noise_program(problem)
     info = run_program(program, solver=solver, owner="noise_adding lp", highs_first=window_lp_highs(problem))
     how = None
-    if repair:  # the smallest private majorant; mixing with the strict member only if that fails
-        window, weight, how = majorant_window(p.value, problem), 0.0, "clip+majorant"
-        if not certify_noise(PeriodicNoise(window, problem.sensitivity, problem.alpha), problem.epsilon).ok:
-            (window, weight), how = repair_window(p.value, problem), None
+    if repair:
+        window, weight, how = repair_lp_window(p.value, problem)
     else:  # clip and normalise only; the certificate reports whatever remains
         window, weight = np.clip(p.value, 0.0, None), 0.0
         window = window / (mass_vector(problem.window, problem.sensitivity, problem.alpha) @ window)
