@@ -104,9 +104,8 @@ class Universe:
         """Hop distances in the neighbour graph (inf between its components). For a universe
         given by edges that is d̄ itself; a metric's d̄ can be far shorter (a pair at distance
         1.5 may be many hops apart, or in different components)."""
-        if "metric" not in self.spec:
-            return self.distances
-        return hop_distances(self.size, self.neighbours)
+        by_edges = "neighbours" in self.spec or self.spec.get("type") in ("csv", "graph_atlas")
+        return self.distances if by_edges else hop_distances(self.size, self.neighbours)
 
     @functools.cached_property
     def hops(self) -> np.ndarray:

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
+from scipy.ndimage import maximum_filter1d
 
 from dpopt.lazy_modules import cvxpy as cp
-from dpopt.mechanisms.integer_noise import tail_sums
+from dpopt.mechanisms.integer_noise import PeriodicNoise, tail_sums
 from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.programs.range_max import DIRECT_RUN, Line, RangeMaxTable, line_privacy_rows, privacy_rows_bound
 
@@ -150,10 +151,6 @@ def majorant_window(window: np.ndarray, problem: NoiseAdding) -> np.ndarray:
     weight. The result's own tails are the periodic ones of its window: whether that is
     private is for the caller's certificate to say (:func:`repair_window` is the fallback).
     """
-    from scipy.ndimage import maximum_filter1d
-
-    from dpopt.mechanisms.integer_noise import PeriodicNoise
-
     m, d, b = problem.window, problem.sensitivity, problem.alpha
     mass = mass_vector(m, d, b)
     p = np.clip(np.asarray(window, dtype=float), 0.0, None)
