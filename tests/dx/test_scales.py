@@ -232,3 +232,20 @@ def test_above_the_reduction_cap_every_pair_is_a_candidate_and_the_optimum_is_th
         monkeypatch.undo()
         assert check_privacy(full[0], metric).ok and full[2].essential == full[2].total
         assert scales.surrogate_objective(*full[:2], q, 100) == pytest.approx(scales.surrogate_objective(*reduced[:2], q, 100), rel=1e-6)
+
+
+def test_a_nearly_constant_transformed_query_is_shrunk_until_private_as_stored():
+    """A random probe: at epsilon = 0.01 the exact l_inf bound for one query takes c = 2.5e-10, so
+    q' is about 3.7e8 with spreads of 0.06; dividing by the measured excess once left the stored
+    floats 1 + 1.5e-8 over (exit 4). Every pair now holds as measured, for both exact bounds."""
+    import dpopt
+
+    problem = dpopt.DXLinearQuery(
+        n=5, query=[-0.742, -0.057, 0.977, 0.533, 0.437, 0.855, -0.111, -0.275, 0.586, -0.794, 0.533],
+        histogram=[0, 0, 1, 0, 1, 0, 0, 0, 1, 1, 1],
+        metric={"type": "euclidean", "epsilon": 0.01,
+                "coordinates": [[38.59, 3.14], [33.58, 41.35], [1.94, 34.18], [14.0, 37.22], [48.93, 0.14], [20.34, 24.97],
+                                [49.06, 46.21], [1.44, 6.82], [20.38, 40.2], [39.48, 27.79], [46.07, 41.01]]})
+    for method in ("exact_linf", "exact_l1"):
+        solution = dpopt.solve(problem, method)
+        assert solution.certificate.ok and solution.certificate.max_privacy_loss <= 1.0, method
