@@ -178,10 +178,9 @@ def _lp_cost(problem: Any) -> float:
 #: objective up to 6e-6 (relative) below the optimum, so nothing but the staircase vouches for
 #: it. Until 2026-11-28 the repair mixed in a far costlier strict member and the result was
 #: 2.5e-3 above the staircase at Delta = 1, epsilon = 12 (365 times at 28); the majorant repair
-#: (:func:`majorant_window`) meets the staircase within 1e-15 at every epsilon from 2 to 30
-#: for Delta = 1, 2, 5, 20, 100, both costs, except at Delta = 100, epsilon = 10, where it fails
-#: its certificate and the mix gives 1.2e-10 (absolute cost) and 4e-8 (squared)
-#: (``benchmarks/noise_adding.py --tables 4``). Above it ``lp`` is a certified upper bound.
+#: (:func:`majorant_window`) meets the staircase within 1.3e-13 at every epsilon from 2 to 30
+#: for Delta = 1, 2, 5, 20, 100, both costs (``benchmarks/noise_adding.py --tables 4``).
+#: Above it ``lp`` is a certified upper bound.
 LP_EXACT_EPSILON = 8.0
 #: ... and only while the repair moved its objective by at most this (relative) above the
 #: solver's. A wide window puts entries near alpha^M into the LP, below the solver's absolute

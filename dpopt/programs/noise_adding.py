@@ -145,7 +145,9 @@ def majorant_window(window: np.ndarray, problem: NoiseAdding) -> np.ndarray:
     is the max-plus closure ``max_z' alpha^ceil(|z - z'| / Delta) p(z')``: raise every value
     to alpha times the largest within Delta until nothing moves (a sliding maximum per pass,
     each pass reaching one period further). It is computed on the window with two periods of
-    each tail, so the window's values see every partner they have. It raises only the values
+    each tail, so the window's values see every partner they have, and repeated until the
+    window's own periodic tails need no raising (a tail value raised by the closure raises its
+    source in the window's last period by the same factor). It raises only the values
     the solver left violated, by their violations (for tiny values near alpha^M, a relative
     change), where mixing in the strict member costs that member's far larger E|Z| times the
     weight. The result's own tails are the periodic ones of its window: whether that is
@@ -153,15 +155,29 @@ def majorant_window(window: np.ndarray, problem: NoiseAdding) -> np.ndarray:
     """
     m, d, b = problem.window, problem.sensitivity, problem.alpha
     mass = mass_vector(m, d, b)
-    p = np.clip(np.asarray(window, dtype=float), 0.0, None)
-    y = PeriodicNoise(p / (mass @ p), d, b).pmf(np.arange(-m - 2 * d, m + 2 * d + 1))
-    for _ in range(y.size // d + 2):
-        raised = np.maximum(y, b * maximum_filter1d(y, size=2 * d + 1, mode="constant", cval=0.0))
-        if np.array_equal(raised, y):
+    w = np.clip(np.asarray(window, dtype=float), 0.0, None)
+    line = np.arange(-m - 2 * d, m + 2 * d + 1)
+    for _ in range(MAJORANT_ROUNDS):  # until the window's own periodic tails are part of the closure
+        w = w / (mass @ w)
+        y = PeriodicNoise(w, d, b).pmf(line)
+        for _ in range(y.size // d + 2):
+            raised = np.maximum(y, b * maximum_filter1d(y, size=2 * d + 1, mode="constant", cval=0.0))
+            if np.array_equal(raised, y):
+                break
+            y = raised
+        raised = y[2 * d: 2 * d + 2 * m + 1].copy()
+        for k in (1, 2):  # a raised tail value asks its last-period source for value / alpha^k
+            raised[-d:] = np.maximum(raised[-d:], y[2 * d + 2 * m + 1 + (k - 1) * d: 2 * d + 2 * m + 1 + k * d] / b**k)
+            raised[:d] = np.maximum(raised[:d], y[(2 - k) * d: (3 - k) * d] / b**k)
+        if np.array_equal(raised, w):
             break
-        y = raised
-    w = y[2 * d: 2 * d + 2 * m + 1]
+        w = raised
     return w / (mass @ w)
+
+
+#: Rounds of :func:`majorant_window`: each closes the line whose tails the window's last periods
+#: set, then raises those periods to what their tails were raised to; a few rounds settle.
+MAJORANT_ROUNDS = 20
 
 
 def least_mixing_weight(violation: np.ndarray, slack: np.ndarray, scale_p: np.ndarray, scale_q: np.ndarray) -> float:
