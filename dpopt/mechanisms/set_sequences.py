@@ -150,10 +150,12 @@ def index_mechanism(index: np.ndarray, eps: float, *, penalty: np.ndarray | None
     Raises ValueError for a dataset with no reachable output (its row would be 0 / 0): the
     methods' ``applies`` rules keep such problems away, so this is a bug, never a NaN row.
     """
-    if (index >= UNREACHABLE).all(axis=1).any():
-        raise ValueError(f"dataset {int(np.argmax((index >= UNREACHABLE).all(axis=1)))} has no output in its set sequence")
+    unreachable = index >= UNREACHABLE
+    empty = unreachable.all(axis=1)
+    if empty.any():
+        raise ValueError(f"dataset {int(np.argmax(empty))} has no output in its set sequence")
     weight = index.astype(float) + (0.0 if penalty is None else penalty[None, :])
-    logits = np.where(index >= UNREACHABLE, -np.inf, -eps * weight)
+    logits = np.where(unreachable, -np.inf, -eps * weight)
     return np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
 
 

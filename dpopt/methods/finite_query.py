@@ -157,15 +157,15 @@ def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution
     check_lp_size(problem)
     x, details, solver_name = _optimal_rows(problem, solver)
     x, cert = _certified(problem, x, repair)
-    objective = problem.objective_of(x)
-    below = details.get("lower_bound", details["solver_objective"])
-    details["optimality_gap" if "lower_bound" in details else "repair_gap"] = (objective - below) / max(abs(objective), 1e-300)
+    solution = _solution(problem, x, cert, exact=True, method="lp", solver=solver_name, status="optimal", details=details)
+    objective, below = solution.objective, details.get("lower_bound", details["solver_objective"])
+    solution.details["optimality_gap" if "lower_bound" in details else "repair_gap"] = (objective - below) / max(abs(objective), 1e-300)
     # an objective far below the losses (2e-13 against losses up to 2.5 at epsilon = 15, where
     # the optimum is of order alpha^4) is judged by the absolute gap: 1e-9 of the largest loss
     scale = max(abs(objective), 1e-3 * float(problem.loss_matrix.max()))
-    exact = bool(objective - below <= EXACT_GAP * scale)
-    return _solution(problem, x, cert, exact=exact, method="lp", solver=solver_name,
-                     status="optimal" if exact else "gap_above_tolerance", details=details)
+    if objective - below <= EXACT_GAP * scale:
+        return solution
+    return dataclasses.replace(solution, exact=False, status="gap_above_tolerance")
 
 
 def _optimal_rows(problem: FiniteQuery, solver: str | None) -> tuple[np.ndarray, dict[str, Any], str]:

@@ -229,15 +229,18 @@ def window_lp_highs(problem: NoiseAdding) -> dict[str, str] | None:
     return INTERIOR_POINT if problem.sensitivity > DIRECT_RUN else None
 
 
-def repair_lp_window(window: np.ndarray, problem: NoiseAdding) -> tuple[np.ndarray, float, str | None]:
-    """The integer LP's repair: the smallest private majorant (:func:`majorant_window`), or, should
-    that fail its certificate, the mix with the strict member (:func:`repair_window`). Returns
-    the window, the mixing weight and the certificate's repair note (None: the mix's own)."""
-    raised = majorant_window(window, problem)
-    if certify_noise(PeriodicNoise(raised, problem.sensitivity, problem.alpha), problem.epsilon).ok:
-        return raised, 0.0, "clip+majorant"
+def repair_lp_window(window: np.ndarray, problem: NoiseAdding) -> tuple[PeriodicNoise, Certificate]:
+    """The integer LP's repair and its certificate: the smallest private majorant
+    (:func:`majorant_window`), or, should that fail its certificate, the mix with the strict
+    member (:func:`repair_window`)."""
+    d, b, eps = problem.sensitivity, problem.alpha, problem.epsilon
+    raised = PeriodicNoise(majorant_window(window, problem), d, b)
+    certificate = certify_noise(raised, eps, repair="clip+majorant")
+    if certificate.ok:
+        return raised, certificate
     mixed, weight = repair_window(window, problem)
-    return mixed, weight, None
+    noise = PeriodicNoise(mixed, d, b)
+    return noise, certify_noise(noise, eps, mixing_weight=weight)
 
 
 @register(KIND, "lp", exact=True, exact_when=_lp_exact, applies=_lp_applies, releases=_releases_exactly, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
@@ -249,22 +252,19 @@ def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:
         return solve_grid_lp(problem, solver, repair)
     program, p = build_noise_program(problem)
     info = run_program(program, solver=solver, owner="noise_adding lp", highs_first=window_lp_highs(problem))
-    how = None
     if repair:
-        window, weight, how = repair_lp_window(p.value, problem)
+        noise, certificate = repair_lp_window(p.value, problem)
     else:  # clip and normalise only; the certificate reports whatever remains
-        window, weight = np.clip(p.value, 0.0, None), 0.0
-        window = window / (mass_vector(problem.window, problem.sensitivity, problem.alpha) @ window)
-    noise = PeriodicNoise(window, problem.sensitivity, problem.alpha)
-    objective = noise.moment(problem.power)
-    repair_gap = (objective - info.objective) / max(abs(objective), 1e-300)
-    within = repair_gap <= LP_REPAIR_GAP
-    solution = _solution(
-        problem, noise, certify_noise(noise, problem.epsilon, mixing_weight=weight, repair=how),
-        method="lp", solver=info.solver, status=info.status if within else "gap_above_tolerance",
-    )
+        window = np.clip(p.value, 0.0, None)
+        noise = PeriodicNoise(window / (mass_vector(problem.window, problem.sensitivity, problem.alpha) @ window),
+                              problem.sensitivity, problem.alpha)
+        certificate = certify_noise(noise, problem.epsilon)
+    solution = _solution(problem, noise, certificate, method="lp", solver=info.solver, status=info.status)
+    repair_gap = (solution.objective - info.objective) / max(abs(solution.objective), 1e-300)
     solution.details.update(solver_objective=info.objective, repair_gap=repair_gap)
-    return solution if within else dataclasses.replace(solution, exact=False)
+    if repair_gap <= LP_REPAIR_GAP:
+        return solution
+    return dataclasses.replace(solution, exact=False, status="gap_above_tolerance")
 
 
 @register(KIND, "staircase", exact=True, exact_when=lambda p: _integer(p) or p.is_interval, uses_solver=False, cost=lambda p: 1.0,
