@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.validation import fail
+from dpopt.validation import check_real, fail
 
 __all__ = ["Certificate", "certify", "repair", "adjacent_pairs", "log_lipschitz_majorant", "log_ratios", "LOG_TOLERANCE"]
 
@@ -152,10 +152,9 @@ def certify(
     pairs : array of shape (k, 2), optional
         Neighbouring rows; default: adjacent rows (count queries).
     """
-    x = np.asarray(matrix, dtype=float)
-    if x.ndim != 2 or x.shape[0] < 1:
-        raise fail("matrix", "certify", "a 2-D matrix", x)
-    nb = adjacent_pairs(x.shape[0]) if pairs is None else np.asarray(pairs, dtype=int)
+    x = _checked_matrix(matrix, "certify", allow_nan=True)  # NaN entries certify as not private
+    epsilon = check_real(epsilon, "epsilon", "certify", low=0.0)
+    nb = _checked_pairs(pairs, x.shape[0], "certify")
     min_entry = float(x.min())
     row_err = float(np.abs(x.sum(axis=1) - 1.0).max())
     if nb.size == 0:
@@ -168,6 +167,39 @@ def certify(
     return Certificate.measured(
         loss, epsilon, worst, min_entry, row_err, repair=repair_note, mixing_weight=float(mixing_weight), method=method
     )
+
+
+def _checked_matrix(matrix: Any, owner: str, *, allow_nan: bool) -> np.ndarray:
+    """``matrix`` as a non-empty 2-D float array of numbers (NaN only where ``allow_nan``), or refused."""
+    allowed = "a non-empty 2-D matrix of numbers" + ("" if allow_nan else " (finite, no NaN)")
+    if isinstance(matrix, (str, bytes)) or matrix is None:
+        raise fail("matrix", owner, allowed, matrix)
+    try:
+        raw = np.asarray(matrix)
+    except (ValueError, TypeError):  # ragged lists
+        raise fail("matrix", owner, allowed, matrix) from None
+    if raw.dtype.kind not in "iuf" or raw.ndim != 2 or 0 in raw.shape:
+        raise fail("matrix", owner, allowed, matrix)
+    x = raw.astype(float)
+    if not allow_nan and not np.isfinite(x).all():
+        raise fail("matrix", owner, allowed, matrix)
+    return x
+
+
+def _checked_pairs(pairs: Any, rows: int, owner: str) -> np.ndarray:
+    """Neighbouring row pairs as a (k, 2) int array of row indices (default: adjacent rows), or refused."""
+    if pairs is None:
+        return adjacent_pairs(rows)
+    allowed = f"an array of shape (k, 2) of row indices in [0, {rows - 1}]"
+    try:
+        raw = np.asarray(pairs)
+    except (ValueError, TypeError):
+        raise fail("pairs", owner, allowed, pairs) from None
+    if raw.size == 0:
+        return np.zeros((0, 2), dtype=int)
+    if raw.dtype.kind not in "iu" or raw.ndim != 2 or raw.shape[1] != 2 or raw.min() < 0 or raw.max() >= rows:
+        raise fail("pairs", owner, allowed, pairs)
+    return raw.astype(int)
 
 
 def _violation(x: np.ndarray, alpha: float, pairs: np.ndarray) -> float:
@@ -208,12 +240,13 @@ def repair(
     repaired : numpy.ndarray
     certificate : Certificate
     """
-    x = np.clip(np.asarray(matrix, dtype=float), 0.0, None)
+    x = np.clip(_checked_matrix(matrix, "repair", allow_nan=False), 0.0, None)
+    epsilon = check_real(epsilon, "epsilon", "repair", low=0.0)
     sums = x.sum(axis=1, keepdims=True)
-    if np.any(sums <= 0):
-        raise fail("matrix", "repair", "a matrix whose rows have positive mass", matrix)
+    if np.any(sums <= 0) or not np.isfinite(sums).all():
+        raise fail("matrix", "repair", "a matrix whose rows have positive, finite mass", matrix)
     x = x / sums
-    nb = adjacent_pairs(x.shape[0]) if pairs is None else np.asarray(pairs, dtype=int)
+    nb = _checked_pairs(pairs, x.shape[0], "repair")
     alpha = float(np.exp(-epsilon))
     cert = certify(x, epsilon, pairs=nb, repair_note="clip")
     if cert.ok:

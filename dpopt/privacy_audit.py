@@ -25,7 +25,8 @@ on real numbers says they are close. Never use :func:`textbook_laplace` for a re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable
 
 import numpy as np
 from scipy.special import betaincinv  # the beta quantile (scipy.stats.beta.ppf) without importing scipy.stats (1 s)
@@ -45,6 +46,8 @@ QUANTILES = 64
 MAX_DISCRETE_EVENTS = 2_000
 #: Accepted ranges of the audit's arguments (checked before any draw).
 AUDIT_LIMITS = {"draws": (100, 10_000_000)}
+#: Most pairs drawn at random beside the default ones (each costs 4 x draws releases).
+MAX_RANDOM_PAIRS = 1000
 
 
 @dataclass(frozen=True)
@@ -311,15 +314,26 @@ def _value_pairs(solution: Any, random_pairs: int, rng: np.random.Generator) -> 
     return [(0, shift)]
 
 
+def _checked_pairs(pairs: Any) -> list[tuple[Any, Any]]:
+    """``pairs`` as a list of (true value, true value); what each value may be is the sampler's to check."""
+    allowed = "a non-empty list of pairs of true values"
+    if isinstance(pairs, (str, bytes, Mapping)) or not isinstance(pairs, (Sequence, np.ndarray)) or len(pairs) == 0:
+        raise fail("pairs", OWNER, allowed, pairs)
+    if not all(isinstance(p, (Sequence, np.ndarray)) and not isinstance(p, (str, bytes)) and len(p) == 2 for p in pairs):
+        raise fail("pairs", OWNER, allowed, pairs)
+    return [(x, y) for x, y in pairs]
+
+
 def audit_solution(solution: Any, *, draws: int = 100_000, confidence: float = 0.95, seed: int = 0, random_pairs: int = 2,
                    pairs: Sequence[tuple[Any, Any]] | None = None) -> AuditReport:
     """Audit a certified Solution's own sampler against its certified (epsilon, delta)."""
     if not solution.certificate.ok:
         raise fail("certificate", OWNER, "a certified solution (an uncertified one is never sampled)", solution.certificate.to_dict())
+    seed = check_int(seed, "seed", OWNER, low=0)
     if pairs is not None:
-        chosen = [(x, y, solution.certificate.target) for x, y in pairs]
+        chosen = [(x, y, solution.certificate.target) for x, y in _checked_pairs(pairs)]
     else:
-        chosen = default_pairs(solution, random_pairs, seed)
+        chosen = default_pairs(solution, check_int(random_pairs, "random_pairs", OWNER, low=0, high=MAX_RANDOM_PAIRS), seed)
 
     def sampler(value: Any, count: int, rng: np.random.Generator) -> np.ndarray:
         return np.asarray(solution.sample(value, count, rng=rng, exact=False))  # audits simulate: any sampler

@@ -109,6 +109,9 @@ class Solution:
         """Row labels of the mechanism (true values)."""
         if self.dense is not None or self.matrix is not None:
             return list(self.mechanism.index)
+        if self.factored is None:
+            raise fail("inputs", self.kind, "requested of a solution with a mechanism matrix (this one is parameters: any "
+                       "true value its sample() accepts)", self.method)
         return list(range(self.factored.n + 1))
 
     @property
@@ -218,7 +221,7 @@ class Solution:
             rows = []
         else:
             rows = self.inputs
-            if isinstance(true_value, bool) or true_value not in rows:
+            if isinstance(true_value, bool) or not _is_row_label(true_value, rows):
                 raise fail("true_value", self.kind, f"one of the inputs {rows[0]}..{rows[-1]}", true_value)
             row = rows.index(true_value)
         count = check_count(count, self.kind)
@@ -255,3 +258,11 @@ class Solution:
 
 def _json_float(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
+
+
+def _is_row_label(value: Any, rows: list[Any]) -> bool:
+    """Whether ``value`` is one of ``rows`` (arrays and Series compare element-wise, pd.NA refuses to compare)."""
+    try:
+        return np.ndim(value) == 0 and not isinstance(value, np.ndarray) and bool(value in rows)
+    except (ValueError, TypeError):
+        return False

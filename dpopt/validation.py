@@ -12,6 +12,7 @@ exit status 2.
 from __future__ import annotations
 
 import math
+import re
 from numbers import Integral, Real
 from typing import Any, Iterable, Sequence
 
@@ -77,7 +78,7 @@ class SolverError(DPOptError, RuntimeError):
 def _show(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
-    text = repr(value)
+    text = re.sub(r"\s*\n\s*", " ", repr(value))  # one line: a pandas or numpy repr spans several
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 import dpopt
 from dpopt.certificates import Certificate, certify, repair
 from dpopt.mechanisms.geometric import geometric_matrix
+from dpopt.validation import InvalidParameterError
 
 
 def test_zero_over_zero_is_no_loss_and_zero_beside_mass_is_infinite():
@@ -63,3 +64,37 @@ def test_certificate_round_trips_through_dict():
     cert = certify(np.array([[1.0, 0.0], [0.0, 1.0]]), 1.0)
     again = Certificate.from_dict(cert.to_dict())
     assert again == cert and cert.to_dict()["max_privacy_loss"] is None
+
+
+GOOD = geometric_matrix(3, 0.5)
+
+
+@pytest.mark.parametrize("function", [certify, repair])
+@pytest.mark.parametrize(("args", "field"), [
+    (("x", 1.0), "matrix"), ((None, 1.0), "matrix"), (([[1], [1, 2]], 1.0), "matrix"), ((np.zeros((0, 0)), 1.0), "matrix"),
+    ((np.ones(3), 1.0), "matrix"), ((np.array([["a"]]), 1.0), "matrix"),
+    ((GOOD, "1"), "epsilon"), ((GOOD, None), "epsilon"), ((GOOD, -1.0), "epsilon"), ((GOOD, np.nan), "epsilon"), ((GOOD, np.inf), "epsilon"),
+])
+def test_certify_and_repair_refuse_what_they_cannot_measure(function, args, field):
+    with pytest.raises(InvalidParameterError, match=f"'{field}'"):
+        function(*args)
+
+
+@pytest.mark.parametrize("function", [certify, repair])
+@pytest.mark.parametrize("pairs", [[[0, 4]], [[-1, 0]], [0, 1], [[0.5, 1]], "01", [[0, 1, 2]]])
+def test_certify_and_repair_refuse_pairs_outside_the_rows(function, pairs):
+    with pytest.raises(InvalidParameterError, match="'pairs'"):
+        function(GOOD, 1.0, pairs=pairs)
+
+
+def test_a_nan_entry_is_measured_as_not_private_but_not_repaired():
+    x = GOOD.copy()
+    x[1, 1] = np.nan
+    assert not certify(x, 10.0).ok
+    with pytest.raises(InvalidParameterError, match="'matrix'"):
+        repair(x, 1.0)
+
+
+def test_repair_at_epsilon_zero_makes_every_row_the_same():
+    repaired, cert = repair(GOOD, 0.0)
+    assert cert.ok and cert.max_privacy_loss == 0.0 and np.allclose(repaired, repaired[0])

@@ -82,6 +82,17 @@ def test_audit_arguments_are_checked_before_any_draw():
     assert calls == []
 
 
+@pytest.mark.parametrize(("options", "field"), [
+    (dict(seed=2.0), "seed"), (dict(seed=-1), "seed"), (dict(random_pairs=[1, 2]), "random_pairs"), (dict(random_pairs=1.5), "random_pairs"),
+    (dict(pairs=-1), "pairs"), (dict(pairs=[1]), "pairs"), (dict(pairs=[]), "pairs"), (dict(pairs="01"), "pairs"), (dict(pairs=[(0, 1, 2)]), "pairs"),
+    (dict(pairs=[(0, 99)]), "true_value"),
+])
+def test_a_solutions_audit_options_are_checked_before_any_draw(options, field):
+    solution = dpopt.solve(dpopt.CountQuery(n=3, alpha=0.5))
+    with pytest.raises(InvalidParameterError, match=f"'{field}'"):
+        dpopt.audit(solution, draws=100, **options)
+
+
 def test_cli_audit_reports_and_exits_by_the_verdict(capsys, monkeypatch):
     assert main(["audit", str(PROBLEMS / "gupte_sundararajan_table1.toml"), "--samples", "5000"]) == 0
     out = json.loads(capsys.readouterr().out)

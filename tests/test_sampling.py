@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -50,7 +51,7 @@ def test_refuses_uncertified_mechanism():
         sample_row(x, 0, 1, certify(x, 1.0), np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("value", [-1, 4, 1.5, True])
+@pytest.mark.parametrize("value", [-1, 4, 1.5, True, np.array([[1, 2], [3, 4]]), np.array([1]), [1], pd.NA, pd.Series([1])])
 def test_bad_true_value(table1, value):
     with pytest.raises(InvalidParameterError, match="'true_value'"):
         table1.sample(value, 1, rng=0)
@@ -60,3 +61,9 @@ def test_bad_true_value(table1, value):
 def test_bad_seed(table1, rng):
     with pytest.raises(InvalidParameterError):
         table1.sample(0, 1, rng=rng)
+
+
+def test_a_parametric_solution_has_no_inputs_to_list():
+    solution = dpopt.solve(dpopt.Calibration(mechanism="laplace", epsilon=1.0))
+    with pytest.raises(InvalidParameterError, match="'inputs'"):
+        solution.inputs

@@ -60,3 +60,10 @@ def test_dpopt_errors_survive_pickling_whole():
         copy = pickle.loads(pickle.dumps(error))
         assert type(copy) is type(error) and str(copy) == str(error)
     assert pickle.loads(pickle.dumps(refused)).parameter == "n"
+
+
+def test_a_refused_value_is_shown_on_one_line():
+    import pandas as pd
+
+    message = str(InvalidParameterError("n", "count_query", "an integer", pd.Categorical(["a"])))
+    assert "\n" not in message and "Categories" in message

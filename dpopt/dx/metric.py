@@ -173,11 +173,12 @@ class DXMetric:
         to its budget (values absent from it are rejected).
         """
         allowed = "a non-empty list of equally long lists of attribute values (strings or numbers)"
+        records = _plain(records)
         if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
             raise fail("records", OWNER, allowed, records)
-        if not all(isinstance(r, Sequence) and not isinstance(r, (str, bytes)) for r in records):
+        if not all(isinstance(_plain(r), Sequence) and not isinstance(r, (str, bytes)) for r in records):
             raise fail("records", OWNER, allowed, records)
-        rows = [tuple(r) for r in records]
+        rows = [tuple(_plain(v) for v in _plain(r)) for r in records]
         if not rows or len({len(r) for r in rows}) != 1 or not all(isinstance(v, (str, int, float)) for r in rows for v in r):
             raise fail("records", OWNER, allowed, records)
         if not isinstance(budgets, Mapping):
@@ -267,6 +268,11 @@ def _line_pairs(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     i, j = np.minimum(both[0], both[1]), np.maximum(both[0], both[1])
     keep = np.lexsort((j, i))
     return i[keep], j[keep]
+
+
+def _plain(value: Any) -> Any:
+    """A numpy array or scalar as the Python list or value it holds (records given from numpy)."""
+    return value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value
 
 
 def _finite(d: np.ndarray, parameter: str) -> np.ndarray:

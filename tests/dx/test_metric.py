@@ -16,6 +16,9 @@ def test_example_1_attribute_metric():
     budgets = {"M": eps1, "F": eps1, "Y": eps0, "N": eps1, "A": eps1, "B": eps1}
     d = DXMetric.attribute(records, budgets).matrix
     assert d[0, 1] == eps1 and d[0, 2] == eps0 and d[0, 7] == eps0 + 2 * eps1
+    # the same records from numpy (a 2-D array of strings, or rows of numpy scalars) give the same metric
+    assert np.array_equal(DXMetric.attribute(np.array(records), budgets).matrix, d)
+    assert np.array_equal(DXMetric.attribute([np.array(r) for r in records], budgets).matrix, d)
 
 
 def test_triangle_violation_names_the_triple_and_closure_repairs_it():
