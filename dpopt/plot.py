@@ -62,6 +62,8 @@ def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "objective", *, me
     grids stay readable.
     """
     rows = _columns(table, x, y, value)
+    if len({x, y, value}) < 3:
+        raise fail("y", OWNER, f"a column other than x ({x!r}) and value ({value!r}): a heatmap needs three", y)
     if "method" in rows.columns:
         methods = sorted(rows["method"].unique())
         if method is None and len(methods) > 1:

@@ -40,3 +40,5 @@ def test_bad_arguments_are_refused_naming_them(table):
         plot.metric_by(table, "colour")
     with pytest.raises(InvalidParameterError, match="table"):
         plot.metric_by([1, 2], "alpha")
+    with pytest.raises(InvalidParameterError, match="'y'"):
+        plot.heatmap(table, "alpha", "alpha", method="lp")  # one axis twice: pandas would fail inside pivot_table
