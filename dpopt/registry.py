@@ -217,6 +217,20 @@ def _check_solver(problem: Problem, chosen: Method, solver: Any) -> None:
         raise fail("solver", problem.kind, f"omitted for the solver-free method {chosen.name!r}", solver)
 
 
+def _methods_that_fit(problem: Problem, exclude: set[str]) -> list[str]:
+    """Names of the applicable methods outside ``exclude`` whose memory estimate fits."""
+    fits = []
+    for candidate in _applicable(problem, "auto"):
+        if candidate.name in exclude:
+            continue
+        try:
+            _check_memory(problem, candidate)
+        except InvalidParameterError:
+            continue
+        fits.append(candidate.name)
+    return fits
+
+
 def _check_memory(problem: Problem, chosen: Method) -> None:
     from dpopt.limits import check_memory
 
@@ -262,7 +276,12 @@ def solve(problem: Problem, method: str = "auto", *, solver: str | None = None, 
         except InvalidParameterError as exc:
             refusals[chosen.name] = exc
     if len(refusals) == len(order):
-        raise refusals[order[0].name]
+        first = refusals[order[0].name]
+        fits = _methods_that_fit(problem, exclude={m.name for m in order}) if method == "auto" else []
+        if fits:  # say what does fit (closed forms, not claimed optimal) rather than only what does not
+            raise fail(first.parameter, first.owner, f"{first.allowed}, or a method that fits, not claimed exact: "
+                       + ", ".join(fits), first.got) from first
+        raise first
     failures = [f"{name}: {exc}" for name, exc in refusals.items()]
     order = [m for m in order if m.name not in refusals]
     for position, chosen in enumerate(order):

@@ -161,6 +161,19 @@ def test_auto_passes_over_exact_methods_that_cannot_fit_before_any_work():
         dpopt.solve(problem, "closed_form")
 
 
+def test_auto_refused_for_memory_names_the_methods_that_fit(monkeypatch):
+    """n = 2000: every exact method is over a 20 MB limit, the geometric mechanism (O(n)) is not."""
+    monkeypatch.setenv("DPOPT_MEMORY_LIMIT", str(20 * 2**20))
+    problem = dpopt.CountQuery(n=2000, alpha=0.5)
+    with pytest.raises(dpopt.InvalidParameterError, match="memory limit.*a method that fits, not claimed exact: geometric"):
+        dpopt.solve(problem)
+    assert dpopt.solve(problem, "geometric").certificate.ok
+    monkeypatch.setenv("DPOPT_MEMORY_LIMIT", "1000")  # nothing fits: no list of methods
+    with pytest.raises(dpopt.InvalidParameterError, match="memory limit") as refused:
+        dpopt.solve(problem)
+    assert "fits, not claimed exact" not in str(refused.value)
+
+
 def _releasing_problems():
     """Problems of every kind whose release may be float-only, with and without the grid that makes it exact."""
     from dpopt.problem_files import problem_from_dict
