@@ -143,6 +143,14 @@ COARSE_MIN_ROWS = 100
 #: support less well (see the module docstring); w = 3 there took n = 10,000, alpha = 0.99
 #: from 4 rounds and 209 s to 2 rounds and 54 s (n = 1000: 1.24 -> 0.97 s).
 PREDICTED_WIDTH = {"absolute": 1, "squared": 3}
+#: Absolute loss on long paths: one more column each side per threshold (in noise scales,
+#: n (1 - alpha)) the path exceeds. The continuum picture's error grows with the path: at
+#: alpha = 0.99 the means of rows 4782-4810 of n = 17,000 sit 3.03 counts up, predicted 2.0,
+#: so the first master missed 58 entries and the run took 9 rounds and 45 s (n = 14,000 and
+#: 15,500: one round, 2.3 and 2.6 s). Measured with w = 1 / 2 / 3 (one process, session 27):
+#: n = 5000 1.1 / 1.3 s, 10,000 1.7 / 2.1 s, 17,000 49 / 3.5 s, 20,000 86 / 4.3 s, 30,000
+#: > 300 / 8.0 s, 50,000 13.5 / 20.6 s (w = 2 / 3), 100,000 > 125 / 108 s (w = 2 / 3).
+LONG_PATH_SCALES = (120.0, 400.0)
 #: Coarse intervals whose step differs from a neighbour's by more than this many coarse
 #: counts are jumps (:func:`one_sided_means`; absolute loss, alpha = 0.99, S = the middle
 #: 80%: n = 5000 29 -> 3.3 s, one round instead of seven).
@@ -387,6 +395,8 @@ def coarse_start(problem: CountQuery, *, tolerance: float = 1e-10) -> tuple[np.n
     jumps, from_left, from_right = one_sided_means(coarse_means, n, k)
     wide = widened(problem, k)
     w = PREDICTED_WIDTH[problem.loss_name]
+    if problem.loss_name == "absolute":
+        w += sum(n / noise_scale(alpha) > scales for scales in LONG_PATH_SCALES)
     if wide and n * (1.0 - alpha) < WIDER_WITHIN_SCALES:
         w += 1
     offsets = np.arange(-w, w + 2)

@@ -71,6 +71,16 @@ def test_the_coarse_start_reaches_the_optimum_of_the_band_start(loss, side):
     assert coarse.rounds < plain.rounds
 
 
+def test_a_long_path_widens_the_absolute_window_so_the_first_master_certifies():
+    """n = 17,000 at alpha = 0.99 (170 noise scales): some interior means sit a whole count
+    beyond the continuum prediction; with one column each side the run took 9 rounds (45 s)."""
+    problem = dpopt.CountQuery(n=17_000, alpha=0.99)
+    result = solve_by_column_generation(problem)
+    assert result.rounds == 1 and result.relative_gap <= 1e-9
+    alpha = problem.alpha
+    assert result.upper_bound < 2 * alpha / (1 - alpha**2)  # below the geometric mechanism's interior rows
+
+
 def test_the_end_rows_get_columns_further_inward_for_absolute_loss():
     # the prediction at the ends is extrapolated and falls short (n = 800: row 1 predicted 65.1, optimal 67.8)
     n, w = 800, starts.PREDICTED_WIDTH["absolute"]
