@@ -151,6 +151,13 @@ def certify(
         Target privacy loss.
     pairs : array of shape (k, 2), optional
         Neighbouring rows; default: adjacent rows (count queries).
+
+    Raises
+    ------
+    InvalidParameterError
+        A matrix that is not a non-empty 2-D array of numbers, an epsilon that is not a
+        finite number >= 0, or pairs that are not row indices (NaN entries are measured:
+        they are never private).
     """
     x = _checked_matrix(matrix, "certify", allow_nan=True)  # NaN entries certify as not private
     epsilon = check_real(epsilon, "epsilon", "certify", low=0.0)
@@ -239,6 +246,11 @@ def repair(
     -------
     repaired : numpy.ndarray
     certificate : Certificate
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`certify`, and also for NaN or infinite entries and rows without mass.
     """
     x = np.clip(_checked_matrix(matrix, "repair", allow_nan=False), 0.0, None)
     epsilon = check_real(epsilon, "epsilon", "repair", low=0.0)

@@ -24,8 +24,8 @@ on real numbers says they are close. Never use :func:`textbook_laplace` for a re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
