@@ -31,15 +31,15 @@ from dpopt.exact_sampling import exact_choice_logits
 from dpopt.mechanisms.grid_release import rounded_laplace_release
 from dpopt.mechanisms.laplace import laplace_ppf
 from dpopt.sampling import RandomSource, check_count, inverse_cdf, open_uniforms, require_simulation, resolve_rng
-from dpopt.validation import check_int, check_real, fail
+from dpopt.validation import check_array, check_int, check_real, fail
 
 __all__ = ["DXLaplaceMechanism", "DXExponentialMechanism", "dx_mwem", "check_histogram"]
 
 
 def check_histogram(x: Any, size: int, owner: str) -> np.ndarray:
     """A histogram over the universe: N non-negative counts."""
-    h = np.asarray(x, dtype=float)
-    if h.shape != (size,) or not np.all(np.isfinite(h)) or (h < 0).any():
+    h = check_array(x, "histogram", owner, ndim=1, low=0.0)  # refuses strings, pd.NA, ragged lists, NaN
+    if h.shape != (size,):
         raise fail("histogram", owner, f"{size} non-negative counts", h)
     return h
 

@@ -1,6 +1,7 @@
 """d_X Laplace, exponential and MWEM mechanisms: privacy checked before anything runs."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -116,3 +117,12 @@ def test_grid_release_rounds_each_query_exactly():
         assert integer_fit_pvalue(np.rint(draws[:, k] / grid).astype(np.int64), law) > 1e-3
     with pytest.raises(InvalidParameterError, match="histogram"):
         mechanism.grid_release([3, 1.5, 2], grid, 1, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("histogram", [[1, 2], [1, -1, 0], [1, np.nan, 0], "abc", None, pd.NA, [[1, 2, 3]], [1, [2], 3], [True, False, True]])
+def test_a_bad_histogram_is_refused_naming_it(histogram):
+    from dpopt.dx.mechanisms import check_histogram
+
+    with pytest.raises(InvalidParameterError, match="'histogram'"):
+        check_histogram(histogram, 3, "dx")
+    np.testing.assert_array_equal(check_histogram(np.array([1, 0, 2]), 3, "dx"), [1.0, 0.0, 2.0])
