@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.validation import check_real, fail
+from dpopt.validation import check_array, check_real, fail
 
 __all__ = ["Certificate", "certify", "repair", "adjacent_pairs", "log_lipschitz_majorant", "log_ratios", "LOG_TOLERANCE"]
 
@@ -177,19 +177,10 @@ def certify(
 
 
 def _checked_matrix(matrix: Any, owner: str, *, allow_nan: bool) -> np.ndarray:
-    """``matrix`` as a non-empty 2-D float array of numbers (NaN only where ``allow_nan``), or refused."""
-    allowed = "a non-empty 2-D matrix of numbers" + ("" if allow_nan else " (finite, no NaN)")
-    if isinstance(matrix, (str, bytes)) or matrix is None:
-        raise fail("matrix", owner, allowed, matrix)
-    try:
-        raw = np.asarray(matrix)
-    except (ValueError, TypeError):  # ragged lists
-        raise fail("matrix", owner, allowed, matrix) from None
-    if raw.dtype.kind not in "iuf" or raw.ndim != 2 or 0 in raw.shape:
-        raise fail("matrix", owner, allowed, matrix)
-    x = raw.astype(float)
-    if not allow_nan and not np.isfinite(x).all():
-        raise fail("matrix", owner, allowed, matrix)
+    """``matrix`` as a non-empty 2-D float array (NaN and inf only where ``allow_nan``: measured, never private), or refused."""
+    x = check_array(matrix, "matrix", owner, ndim=2, allow_nan=allow_nan, allow_inf=allow_nan)
+    if 0 in x.shape:
+        raise fail("matrix", owner, "a non-empty 2-D matrix of numbers", matrix)
     return x
 
 
@@ -197,16 +188,14 @@ def _checked_pairs(pairs: Any, rows: int, owner: str) -> np.ndarray:
     """Neighbouring row pairs as a (k, 2) int array of row indices (default: adjacent rows), or refused."""
     if pairs is None:
         return adjacent_pairs(rows)
-    allowed = f"an array of shape (k, 2) of row indices in [0, {rows - 1}]"
-    try:
-        raw = np.asarray(pairs)
-    except (ValueError, TypeError):
-        raise fail("pairs", owner, allowed, pairs) from None
-    if raw.size == 0:
+    nb = check_array(pairs, "pairs", owner, ndim=(1, 2), integer=True, low=0.0)
+    if nb.size == 0:  # no neighbours: nothing to measure
         return np.zeros((0, 2), dtype=int)
-    if raw.dtype.kind not in "iu" or raw.ndim != 2 or raw.shape[1] != 2 or raw.min() < 0 or raw.max() >= rows:
-        raise fail("pairs", owner, allowed, pairs)
-    return raw.astype(int)
+    if nb.ndim != 2:
+        raise fail("pairs", owner, f"an array of shape (k, 2) of row indices in [0, {rows - 1}]", pairs)
+    if nb.shape[1] != 2 or nb.max() >= rows:
+        raise fail("pairs", owner, f"an array of shape (k, 2) of row indices in [0, {rows - 1}]", pairs)
+    return nb.astype(int)
 
 
 def _violation(x: np.ndarray, alpha: float, pairs: np.ndarray) -> float:

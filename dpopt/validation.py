@@ -154,6 +154,7 @@ def check_array(
     *,
     ndim: int | tuple[int, ...] | None = None,
     allow_inf: bool = False,
+    allow_nan: bool = False,
     low: float | None = None,
     integer: bool = False,
     max_size: int | None = None,
@@ -163,7 +164,7 @@ def check_array(
 
     Refused: strings (also numeric strings such as ``"1.5"``), booleans, ragged or
     nested-mixed lists, NaN (always: a NaN distance or loss silently drops a privacy
-    constraint), infinities unless ``allow_inf``, values below ``low``, non-integers
+    constraint; ``allow_nan`` only where a NaN is measured, as a certificate does), infinities unless ``allow_inf``, values below ``low``, non-integers
     when ``integer``, more than ``max_size`` entries, and finite values larger than
     ``max_abs`` in magnitude (where they are squared or summed: 1e155 overflowed a
     surrogate objective).
@@ -174,7 +175,7 @@ def check_array(
     allowed += "non-negative " if low == 0 else ""
     allowed += "integers" if integer else "numbers"
     allowed += f" >= {low:g}" if low not in (None, 0) else ""
-    allowed += " (+inf allowed, no NaN)" if allow_inf else " (finite, no NaN)"
+    allowed += "" if allow_nan else " (+inf allowed, no NaN)" if allow_inf else " (finite, no NaN)"
     allowed += f", at most {max_abs:g} in magnitude" if max_abs is not None else ""
     if isinstance(value, (str, bytes)) or value is None:
         raise fail(parameter, owner, allowed, value)
@@ -189,7 +190,7 @@ def check_array(
     array = raw.astype(float)
     if ndim is not None and array.ndim not in kinds:
         raise fail(parameter, owner, allowed, value)
-    if np.isnan(array).any() or (not allow_inf and not np.isfinite(array).all()):
+    if (not allow_nan and np.isnan(array).any()) or (not allow_inf and np.isinf(array).any()):
         raise fail(parameter, owner, allowed, value)
     if low is not None and (array < low).any():
         raise fail(parameter, owner, allowed, value)
