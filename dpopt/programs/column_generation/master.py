@@ -96,7 +96,16 @@ HIGHS_OPTIONS = {
 
 
 #: Clarabel settings for :meth:`Master.solve_interior` (its defaults stop at 1e-8).
-CLARABEL_OPTIONS = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "tol_ktratio": 1e-10}
+#: ``max_iter``: Clarabel's default of 200 iterations ends the largest masters "almost
+#: solved" on short steps while they still converge (squared loss, S = all, alpha = 0.99:
+#: n = 10,000 125 iterations, 14,000 178, 17,000 279, 20,000 367). At 200 the first master
+#: of n = 20,000 stopped 2.2e-8 above the optimum and HiGHS re-solved it cold: 83-91 s in
+#: all; with 600, 31.7 s (17,000: 62.8 -> 21.7 s), one round each (2026-11-28, one
+#: process). No master of the benchmark's cells up to n = 10,000 (alpha 0.9-0.999, both
+#: losses, six shapes of S) needs more than 133, so nothing changes there. At n = 30,000
+#: Clarabel stops on its own after 174 iterations (short steps), and HiGHS's cold re-solve
+#: runs more than 13 minutes either way.
+CLARABEL_OPTIONS = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "tol_ktratio": 1e-10, "max_iter": 600}
 #: Interior remap values at or below this are set to 0 (an interior point leaves every
 #: column slightly positive); the certificate is computed on what is kept.
 INTERIOR_DROP = 1e-13
