@@ -11,7 +11,8 @@ of the sweep). Rows are keyed by a hash of the cell's problem and the method.
 With ``output``, rows are written to Parquet as they arrive, in part files under
 ``<output>.parts/`` (one per batch), and gathered into ``output`` at the end; a rerun skips
 every key already in ``output`` or its parts, so an interrupted sweep resumes where it
-stopped and ends with the table an uninterrupted run gives.
+stopped and ends with the table an uninterrupted run gives. While a sweep writes ``output`` it
+holds ``<output>.lock`` (:func:`_sole_writer`), and a second sweep on the same output is refused.
 
 Work is sent as problem descriptions (dicts), never as solver state: ``workers > 1`` runs
 cells in local processes (:mod:`concurrent.futures`); ``timeout`` runs each cell in a fresh
@@ -23,6 +24,7 @@ lets ``memory`` measure the process's whole resident growth (solvers' C++ memory
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing
@@ -34,6 +36,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: sweeps then take no lock on their output
+    fcntl = None  # type: ignore[assignment]
 
 import numpy as np
 
@@ -271,21 +278,60 @@ def run_sweep(
     target = Path(output) if output is not None else None
     if target is not None and (target.suffix != ".parquet" or not target.parent.is_dir()):
         raise fail("output", OWNER, "a path ending in .parquet in an existing folder", str(target))
-    cells = {cell.key: cell for cell in sweep.cells}
-    done = _done_keys(target)
-    todo = [cell for cell in sweep.cells if cell.key not in done]
-    writer = _Writer(target, cells, sweep.varied, sweep.record)
-    bar = _progress_bar(len(sweep.cells), len(sweep.cells) - len(todo), progress)
+    with _sole_writer(target):
+        cells = {cell.key: cell for cell in sweep.cells}
+        done = _done_keys(target)
+        todo = [cell for cell in sweep.cells if cell.key not in done]
+        writer = _Writer(target, cells, sweep.varied, sweep.record)
+        bar = _progress_bar(len(sweep.cells), len(sweep.cells) - len(todo), progress)
+        try:
+            for rows in _execute(todo, workers, scheduler, memory, sweep.record, timeout):
+                writer.add(rows)
+                bar.update(len(rows))
+                failed = sum(1 for r in writer.rows if r.get("error"))
+                bar.set_postfix(failed=failed, remaining=len(todo) - len(writer.rows))
+        finally:
+            bar.close()
+            writer.flush()
+        return writer.gather()
+
+
+@contextlib.contextmanager
+def _sole_writer(output: Path | None) -> Iterator[None]:
+    """Hold ``<output>.lock`` while a sweep writes ``output``; refuse if another sweep holds it.
+
+    Two sweeps writing one output used to race: the first one's :meth:`_Writer.gather` removed
+    the parts folder under the second, which ended in an internal error. The lock is an
+    ``flock`` on the file, so the kernel releases it when its process ends, however it ends (a
+    killed sweep leaves no stale lock, and a rerun resumes). Where ``fcntl`` is missing
+    (Windows) no lock is taken.
+    """
+    if output is None or fcntl is None:
+        yield
+        return
+    path = output.with_name(output.name + ".lock")
+    while True:
+        try:
+            handle = open(path, "a+")
+        except OSError as error:
+            raise fail("output", OWNER, f"in a folder this user can write ({path.name}: {error.strerror})", str(output)) from None
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise fail("output", OWNER, f"an output no other sweep is writing (one holds {path.name}; "
+                       "wait for it to finish, or pick another output)", str(output)) from None
+        try:  # the holder before us may have removed the file after we opened it: lock the file now there
+            if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        handle.close()
     try:
-        for rows in _execute(todo, workers, scheduler, memory, sweep.record, timeout):
-            writer.add(rows)
-            bar.update(len(rows))
-            failed = sum(1 for r in writer.rows if r.get("error"))
-            bar.set_postfix(failed=failed, remaining=len(todo) - len(writer.rows))
+        yield
     finally:
-        bar.close()
-        writer.flush()
-    return writer.gather()
+        path.unlink(missing_ok=True)  # before unlocking, so a waiting opener sees a new file
+        handle.close()
 
 
 def _progress_bar(total: int, initial: int, enabled: bool) -> Any:

@@ -333,3 +333,46 @@ if __name__ == "__main__":
     finally:
         if driver.poll() is None:
             driver.kill()
+
+
+def test_a_second_sweep_on_the_same_output_is_refused_while_the_first_runs(smallest, tmp_path, monkeypatch):
+    # two sweeps on one output used to race: the first one's gather removed the parts folder
+    # under the second, an internal error
+    output = tmp_path / "out.parquet"
+    real = sweeps.solve_cell
+    second: list[object] = []
+
+    def with_a_rival(problem, method, key):
+        if not second:  # while the first sweep holds the output, a second one starts
+            with pytest.raises(InvalidParameterError, match="output.*no other sweep is writing"):
+                run_sweep(load_sweep(smallest), output=output, progress=False)
+            second.append(key)
+        return real(problem, method, key)
+
+    monkeypatch.setattr(sweeps, "solve_cell", with_a_rival)
+    table = run_sweep(load_sweep(smallest), output=output, progress=False)
+    assert second and len(table) == 12 and table["certificate_ok"].all()
+    pd.testing.assert_frame_equal(pd.read_parquet(output), table)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet", "sweep.toml"]  # no lock file left behind
+
+
+def test_the_cli_refuses_an_output_another_process_is_writing_and_a_killed_holder_frees_it(smallest, tmp_path, capsys):
+    import subprocess
+    import sys
+
+    output = tmp_path / "cli.parquet"
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\n"
+                               f"h = open({str(output) + '.lock'!r}, 'a+'); fcntl.flock(h.fileno(), fcntl.LOCK_EX)\n"
+                               "print('held', flush=True); time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["sweep", str(smallest), "--output", str(output), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "'output'" in err and "cli.parquet.lock" in err
+        assert not output.exists() and not output.with_name("cli.parquet.parts").exists()  # refused before any work
+    finally:
+        holder.kill()  # SIGKILL: no clean-up in the holder; the kernel drops its lock
+        holder.wait()
+        holder.stdout.close()
+    assert main(["sweep", str(smallest), "--output", str(output), "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 12
