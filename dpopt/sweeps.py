@@ -145,16 +145,38 @@ def _parts_dir(output: Path) -> Path:
 
 
 def _done_keys(output: Path | None) -> set[str]:
+    """The keys already in ``output`` (checked by :func:`_earlier_keys`) and its part files."""
     if output is None:
         return set()
-    keys: set[str] = set()
-    files = ([output] if output.exists() else []) + sorted(_parts_dir(output).glob("part-*.parquet")) if output else []
-    for file in files:
+    keys = _earlier_keys(output)
+    for part in sorted(_parts_dir(output).glob("part-*.parquet")):
         try:
-            keys.update(pd.read_parquet(file, columns=["key"])["key"].tolist())
-        except Exception:  # a part cut short by an interruption: its cells are solved again
-            file.unlink(missing_ok=True)
+            keys.update(pd.read_parquet(part, columns=["key"])["key"].tolist())
+        except Exception:  # parts are written whole (renamed into place); one damaged on disk is solved again
+            part.unlink(missing_ok=True)
     return keys
+
+
+def _earlier_keys(output: Path) -> set[str]:
+    """The keys of an earlier run's table at ``output``; refused if something else is there.
+
+    Until 2026-11-28 a file that did not read as a sweep table (another Parquet table, any
+    other bytes) was deleted as if it were a damaged part, and a folder in its place ended in
+    an internal error. Whatever is not a sweep table is now left alone and refused.
+    """
+    parts = _parts_dir(output)
+    if parts.exists() and not parts.is_dir():
+        raise fail("output", OWNER, f"a path whose {parts.name} is free for the sweep's part files (it is a file)", str(output))
+    if not output.exists():
+        return set()
+    if not output.is_file():
+        raise fail("output", OWNER, "a new path or an earlier sweep's table (it is not a regular file)", str(output))
+    try:
+        keys = pd.read_parquet(output, columns=["key"])["key"]
+    except Exception as error:  # pyarrow's errors for bytes that are not Parquet, or a table without 'key'
+        raise fail("output", OWNER, "a new path or an earlier sweep's table, which a rerun resumes (this file is "
+                   f"not one and is left as it is: {type(error).__name__})", str(output)) from None
+    return set(keys.astype(str).tolist())
 
 
 def _frame(rows: list[dict[str, Any]], cells: dict[str, Cell], varied: tuple[str, ...], record: tuple[str, ...] = ()) -> pd.DataFrame:

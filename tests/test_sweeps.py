@@ -376,3 +376,30 @@ def test_the_cli_refuses_an_output_another_process_is_writing_and_a_killed_holde
         holder.stdout.close()
     assert main(["sweep", str(smallest), "--output", str(output), "--no-progress"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == 12
+
+
+@pytest.mark.parametrize("occupant", ["another_table", "bytes", "folder", "parts_file"])
+def test_an_output_that_is_not_an_earlier_sweeps_table_is_refused_and_left_alone(smallest, tmp_path, occupant):
+    # it used to be deleted as a damaged part (a user's own Parquet table included), or end in an internal error
+    output = tmp_path / "out.parquet"
+    if occupant == "another_table":
+        pd.DataFrame({"alpha": [0.5], "objective": [1.0]}).to_parquet(output)
+    elif occupant == "bytes":
+        output.write_bytes(b"PAR1 not really")
+    elif occupant == "folder":
+        output.mkdir()
+    else:
+        (tmp_path / "out.parquet.parts").write_text("mine")
+    before = {p.name: (p.read_bytes() if p.is_file() else None) for p in tmp_path.iterdir()}
+    with pytest.raises(InvalidParameterError, match="'output'"):
+        run_sweep(load_sweep(smallest), output=output, progress=False)
+    assert {p.name: (p.read_bytes() if p.is_file() else None) for p in tmp_path.iterdir()} == before
+
+
+def test_a_damaged_part_file_is_solved_again(smallest, tmp_path):
+    output = tmp_path / "out.parquet"
+    parts = tmp_path / "out.parquet.parts"
+    parts.mkdir()
+    (parts / "part-1.parquet").write_bytes(b"cut short")
+    table = run_sweep(load_sweep(smallest), output=output, progress=False)
+    assert len(table) == 12 and table["certificate_ok"].all() and not parts.exists()
