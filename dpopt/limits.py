@@ -3,20 +3,20 @@ before a solve starts, and what cannot fit is refused naming the parameter and t
 
 Each problem kind checks the sizes it allocates at construction, and each registered
 method declares an estimate of the peak memory it needs (``Method.memory``), which
-:func:`dpopt.solve` compares with :data:`MEMORY_LIMIT` before running it. Estimates are
+:func:`dpopt.solve` compares with :func:`memory_limit` before running it. Estimates are
 deliberately generous upper bounds; a refused problem names the parameter that drives
 the size, the estimate and the limit. Large work that fits may run.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
 from dpopt.validation import fail
 
 __all__ = [
-    "MEMORY_LIMIT",
     "MAX_PROBLEM_FILE_BYTES",
     "MAX_RELEASES",
     "MAX_COUNT",
@@ -49,24 +49,30 @@ UNDERFLOW_EXPONENT = 700.0
 
 
 def memory_limit() -> int:
-    """Bytes a single solve may plan to use: ``DPOPT_MEMORY_LIMIT`` or half the machine's RAM."""
+    """Bytes a single solve may plan to use: ``DPOPT_MEMORY_LIMIT`` or half the machine's RAM.
+
+    Read at each check, so a bad value is refused where a solve starts (one line naming the
+    variable), not when dpopt is imported: until 2026-11-28 ``DPOPT_MEMORY_LIMIT=abc`` (or
+    ``nan``, ``inf``, ``12GiB``) made ``import dpopt``, and so every command, end in a
+    traceback, and ``0`` or ``-1`` became a 1-byte limit that refused everything.
+    """
     configured = os.environ.get("DPOPT_MEMORY_LIMIT")
-    if configured:
+    if configured is not None and configured.strip():
         try:
-            return max(1, int(float(configured)))
+            limit = float(configured)
         except ValueError:
-            raise fail("DPOPT_MEMORY_LIMIT", "environment", "a number of bytes", configured) from None
+            limit = math.nan
+        if not (math.isfinite(limit) and limit >= 1):
+            raise fail("DPOPT_MEMORY_LIMIT", "environment", "a positive, finite number of bytes (e.g. 8e9)", configured)
+        return int(limit)
     try:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
     except (ValueError, OSError, AttributeError):  # pragma: no cover - no sysconf (not seen)
         return 8 << 30
 
 
-MEMORY_LIMIT = memory_limit()
-
-
 def check_memory(estimate: float, parameter: str, owner: str, value: Any, *, what: str) -> None:
-    """Refuse ``value`` of ``parameter`` if ``what`` needs more than :data:`MEMORY_LIMIT` bytes."""
+    """Refuse ``value`` of ``parameter`` if ``what`` needs more than :func:`memory_limit` bytes."""
     limit = memory_limit()
     if estimate > limit:
         raise fail(

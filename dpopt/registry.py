@@ -61,7 +61,7 @@ class Method:
     memory : callable
         ``memory(problem) -> (bytes, parameter)``: a generous estimate of the peak
         memory the method needs and the parameter that drives it; :func:`solve`
-        refuses to start a method whose estimate exceeds :data:`dpopt.limits.MEMORY_LIMIT`.
+        refuses to start a method whose estimate exceeds :func:`dpopt.limits.memory_limit`.
     """
 
     kind: str

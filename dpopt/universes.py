@@ -163,7 +163,7 @@ def _check_universe_size(m: int) -> int:
 
 def _check_distance_memory(m: int) -> None:
     """Refuse a universe whose m x m distances (float64), hop counts (int64) and their
-    validation's temporaries would not fit in :data:`dpopt.limits.MEMORY_LIMIT`, before any
+    validation's temporaries would not fit in :func:`dpopt.limits.memory_limit`, before any
     is built (at the largest m, 20,000: about 10 GB)."""
     check_memory(8.0 * 3 * m * m, "universe.values", OWNER, f"{m:,} datasets", what=f"the {m:,} x {m:,} dataset distances")
 

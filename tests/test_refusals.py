@@ -9,6 +9,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -217,3 +220,14 @@ def test_dx_distances_that_round_alpha_to_one_are_refused():
         dpopt.DXLinearQuery(n=10, query=[1.0, 0.0], metric={"type": "euclidean", "coordinates": [0.0, 1.0], "epsilon": 1.2e-179})
     with pytest.raises(InvalidParameterError, match="'metric'"):
         dpopt.DXLinearQuery(n=10, query=[1.0, 0.0], metric={"type": "matrix", "values": [[0, 1e-200], [1e-200, 0]]})
+
+
+@pytest.mark.parametrize("value", ["abc", "nan", "inf", "12GiB", "0", "-1"])
+def test_a_bad_memory_limit_in_the_environment_is_one_line_where_a_solve_starts(value):
+    # it was read when dpopt was imported: every command, --help included, ended in a traceback
+    # ("abc", "nan", "12GiB"; "inf" an OverflowError), and 0 or -1 became a 1-byte limit
+    env = {**os.environ, "DPOPT_MEMORY_LIMIT": value}
+    done = subprocess.run([sys.executable, "-m", "dpopt.cli", "solve", TABLE1], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "'DPOPT_MEMORY_LIMIT'" in done.stderr and "Traceback" not in done.stderr
+    assert subprocess.run([sys.executable, "-c", "import dpopt"], env=env, timeout=120).returncode == 0
