@@ -11,6 +11,8 @@ certified mechanism; each that did not is one line on stderr). Bad input: one li
 stderr, exit 2. Solver failure: one line naming the solver and its status, exit 3.
 Nothing is written to ``--export`` unless the run succeeded, and nothing uncertified
 leaves with exit 0 (exit 4: the mechanism found does not meet its privacy target).
+A result that cannot be written (a full disk, a reader gone) is one line on stderr and
+exit 1; a closed stdout is refused before any work (exit 2).
 ``audit`` prints its report and exits 5 when the sampled releases give a lower bound on
 epsilon above the certified one (:mod:`dpopt.privacy_audit`).
 
@@ -371,6 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2, one line printed)
         return int(exc.code or 0)
+    if not _stdout_open():
+        return _fail(EXIT_BAD_INPUT, "error", "stdout is closed; the result is written there as JSON (nothing was done)")
     try:
         with _stdout_reserved_for_json():
             rows, failures = _run(args)
@@ -385,14 +389,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(EXIT_BAD_INPUT, "error", exc)
     except Exception as exc:  # a bug: one line, never a traceback, never exit 0
         return _fail(EXIT_INTERNAL, "internal error (please report it)", f"{type(exc).__name__}: {exc}")
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    if not _write_result(text):
+        return EXIT_INTERNAL
     if failures:
         return max(_fail(code, label, message) for code, label, message in failures)
     if args.command == "audit" and not rows[0]["passed"]:
         return _fail(EXIT_AUDIT_FAILED, "audit failed", f"epsilon >= {rows[0]['epsilon_lower_bound']:.6g} at confidence "
                      f"{rows[0]['confidence']} exceeds the certified {rows[0]['certified_epsilon']:.6g}")
     return 0
+
+
+def _stdout_open() -> bool:
+    """Whether there is a stdout to print the JSON on. With fd 1 closed (``dpopt solve p.toml >&-``)
+    Python's ``sys.stdout`` is None, and the next file opened would take fd 1."""
+    if sys.stdout is None:
+        return False
+    try:
+        os.fstat(1)
+    except OSError:
+        return False
+    return True
+
+
+def _write_result(text: str) -> bool:
+    """Print the JSON; on a write error (a full disk, a reader gone: ``| head``) one line on
+    stderr instead of a traceback, and stdout pointed at /dev/null so that the interpreter's
+    last flush does not fail again."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _fail(EXIT_INTERNAL, "output error", f"the result could not be written to stdout ({error.strerror or error}); "
+              "it may be cut short")
+        return False
+    return True
 
 
 def _fail(code: int, label: str, message: object) -> int:

@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 
@@ -354,3 +355,28 @@ def test_compare_refuses_in_one_line_what_the_only_method_refuses_as_it_runs(cap
                     'delta = 0.01\ngrid = 1.0\n')
     code, out, err = run(capsys, "compare", str(path), *(["--timeout", timeout] if timeout else []))
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and "grid variance" in err
+
+
+TABLE1_FILE = str(PROBLEMS / "gupte_sundararajan_table1.toml")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_stdout_that_cannot_be_written_is_one_line_not_a_traceback():
+    # a full disk ended in an OSError traceback; a reader that went away (| head) likewise
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "dpopt.cli", "solve", TABLE1_FILE], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "No space left" in done.stderr
+    reader_gone = subprocess.Popen([sys.executable, "-m", "dpopt.cli", "sample", TABLE1_FILE, "--true-value", "1", "--count",
+                                    "200000", "--seed", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reader_gone.stdout.close()
+    err = reader_gone.stderr.read()
+    reader_gone.stderr.close()
+    assert reader_gone.wait(timeout=120) == 1 and err.count("\n") == 1 and "Broken pipe" in err
+
+
+def test_a_closed_stdout_is_refused_before_any_work():
+    # Python's sys.stdout was None: an internal error after the solve; fd 1 free for the next file opened
+    done = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); sys.stdout = None; from dpopt.cli import main; "
+                           f"sys.exit(main(['solve', {TABLE1_FILE!r}]))"], stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "stdout is closed" in done.stderr
