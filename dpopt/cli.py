@@ -12,7 +12,8 @@ stderr, exit 2. Solver failure: one line naming the solver and its status, exit 
 Nothing is written to ``--export`` unless the run succeeded, and nothing uncertified
 leaves with exit 0 (exit 4: the mechanism found does not meet its privacy target).
 A result that cannot be written (a full disk, a reader gone) is one line on stderr and
-exit 1; a closed stdout is refused before any work (exit 2).
+exit 1; a closed stdout is refused before any work (exit 2). Ctrl-C: one line, exit 130
+(:func:`_run_interruptibly`).
 ``audit`` prints its report and exits 5 when the sampled releases give a lower bound on
 epsilon above the certified one (:mod:`dpopt.privacy_audit`).
 
@@ -29,6 +30,7 @@ import json
 import math
 import os
 import sys
+import threading
 from typing import Any, Iterator, NoReturn, Sequence
 
 from dpopt.export import check_export_path
@@ -46,6 +48,7 @@ EXIT_BAD_INPUT = 2
 EXIT_SOLVER = 3
 EXIT_UNCERTIFIED = 4
 EXIT_AUDIT_FAILED = 5
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 
 
 class UncertifiedError(DPOptError):
@@ -174,6 +177,62 @@ def _run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Failure]]
     if args.command == "compare":
         return _compare_rows(load_problem(args.problem), args.solver, args.timeout)
     return _rows(args), []
+
+
+def _run_interruptibly(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Failure]]:
+    """:func:`_run` in a worker thread, so that Ctrl-C stops the command at once.
+
+    Python handles a signal only in the main thread between bytecodes, so a solve inside
+    HiGHS's or Clarabel's C++ code ignored Ctrl-C until it returned (a count query's ``lp`` at
+    n = 400: still running 60 s after it). Here the main thread only waits; on Ctrl-C it
+    says so in one line and ends the process at once (``os._exit``: the worker cannot be
+    stopped any other way, and nothing has been printed; a ``--export`` caught half-way may
+    leave its temporary files, never the export itself), after killing its child processes
+    (:func:`_stop_children`). A sweep is left in the
+    main thread, where Ctrl-C reaches its clean-up (its finished rows are written to disk).
+    """
+    if args.command == "sweep" or threading.current_thread() is not threading.main_thread():
+        return _run(args)
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = _run(args)
+        except BaseException as error:  # re-raised in the main thread, where main() reports it
+            outcome["error"] = error
+
+    worker = threading.Thread(target=work, name="dpopt-command", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.25)
+    except KeyboardInterrupt:
+        _fail(EXIT_INTERRUPTED, "interrupted", "stopped by the user; nothing was printed or exported")
+        sys.stderr.flush()
+        _stop_children()
+        os._exit(EXIT_INTERRUPTED)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _stop_children() -> None:
+    """Kill this process's children before it ends without clean-up: a ``--timeout`` solve's
+    process (forked by multiprocessing's server, so not a direct child) and the HiGHS children.
+    Their own watch for a vanished parent is a Python thread, which does not run while HiGHS
+    holds the interpreter: they would solve on for minutes, holding the caller's pipes open."""
+    import multiprocessing
+    import signal
+
+    with contextlib.suppress(Exception):
+        for child in multiprocessing.active_children():
+            child.kill()
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):  # Linux; elsewhere only the above
+            with open(f"/proc/self/task/{task}/children") as handle:
+                for pid in handle.read().split():
+                    with contextlib.suppress(OSError):
+                        os.kill(int(pid), signal.SIGKILL)
 
 
 def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -377,8 +436,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(EXIT_BAD_INPUT, "error", "stdout is closed; the result is written there as JSON (nothing was done)")
     try:
         with _stdout_reserved_for_json():
-            rows, failures = _run(args)
+            rows, failures = _run_interruptibly(args)
             text = "".join(_json_line(row) for row in rows)
+    except KeyboardInterrupt:  # a sweep's Ctrl-C, after its finished rows reached disk
+        return _fail(EXIT_INTERRUPTED, "interrupted", "stopped by the user; nothing was printed (a rerun resumes a sweep)")
     except InvalidParameterError as exc:
         return _fail(EXIT_BAD_INPUT, "error", exc)
     except SolverError as exc:

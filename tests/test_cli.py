@@ -380,3 +380,29 @@ def test_a_closed_stdout_is_refused_before_any_work():
     done = subprocess.run([sys.executable, "-c", "import os, sys; os.close(1); sys.stdout = None; from dpopt.cli import main; "
                            f"sys.exit(main(['solve', {TABLE1_FILE!r}]))"], stderr=subprocess.PIPE, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "stdout is closed" in done.stderr
+
+
+@pytest.mark.parametrize("extra", [[], ["--timeout", "300"]])
+def test_ctrl_c_stops_a_solve_inside_the_solver_at_once(tmp_path, extra):
+    # Python sees a signal only between bytecodes of its main thread: a solve inside HiGHS's
+    # C++ code ran on for minutes after Ctrl-C, and a --timeout solve's process outlived dpopt
+    import signal
+    import time
+
+    problem = tmp_path / "slow.toml"
+    problem.write_text('kind = "count_query"\nn = 400\nalpha = 0.9\nloss = "absolute"\n')  # lp: minutes
+    command = subprocess.Popen([sys.executable, "-m", "dpopt.cli", "solve", str(problem), "--method", "lp", *extra],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(8)  # imports done, the LP is in HiGHS
+        assert command.poll() is None
+        command.send_signal(signal.SIGINT)
+        # communicate ends when every process holding the pipes has ended: children included
+        out, err = command.communicate(timeout=30)
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.communicate()
+    assert command.returncode == 130 and out == ""
+    assert err.count("\n") == 1 and err.startswith("dpopt: interrupted")
