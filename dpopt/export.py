@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,10 +74,36 @@ def _atomic_write(target: Path, write: Callable[[str], None]) -> str:
     os.close(handle)
     try:
         write(temp)
+        os.chmod(temp, _new_file_mode(target))
     except BaseException:
         os.unlink(temp)
         raise
     return temp
+
+
+def _new_file_mode(target: Path) -> int:
+    """The permissions an ordinary ``open(target, "w")`` would leave: the file's own if it
+    exists, else 0o666 less the umask. (``mkstemp`` makes 0o600, so until 2026-11-28 every
+    export, meant to be published, was readable by its owner only.)"""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``os.umask`` sets
+    it to read it, and commands run their work in a thread)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _remap_frame(factored: Any) -> pd.DataFrame:
@@ -369,8 +396,6 @@ MAX_EXPORT_BYTES = 4 << 30
 
 
 def _bounded(path: Path) -> Path:
-    import stat
-
     info = path.stat()
     if not stat.S_ISREG(info.st_mode):
         raise ExportFileError(path, "not a regular file")

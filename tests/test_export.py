@@ -303,3 +303,23 @@ def test_reading_never_makes_a_closed_form_exact(tmp_path):
     optimal = dpopt.solve(dpopt.NoiseAdding(sensitivity=3, epsilon=1.0), "staircase")
     optimal.export(str(tmp_path / "staircase.json"))
     assert optimal.exact and read_solution(tmp_path / "staircase.json").exact
+
+
+def test_an_export_has_the_permissions_an_ordinary_write_gives(tmp_path, solution):
+    # mkstemp's 0o600 reached every export: a mechanism meant to be published was readable by its owner only
+    import os
+    import stat
+
+    mode = lambda p: stat.S_IMODE(os.stat(p).st_mode)  # noqa: E731
+    previous = os.umask(0o022)
+    try:
+        solution.export(str(tmp_path / "a.csv"))
+        assert mode(tmp_path / "a.csv") == mode(tmp_path / "a.csv.meta.json") == 0o644
+        os.umask(0o077)
+        solution.export(str(tmp_path / "b.parquet"))
+        assert mode(tmp_path / "b.parquet") == 0o600
+        os.chmod(tmp_path / "a.csv", 0o640)  # a file replaced keeps its own permissions
+        solution.export(str(tmp_path / "a.csv"))
+        assert mode(tmp_path / "a.csv") == 0o640 and mode(tmp_path / "a.csv.meta.json") == 0o644
+    finally:
+        os.umask(previous)
