@@ -50,7 +50,7 @@ from dpopt.problem_files import problem_from_dict
 from dpopt.sweep_files import MAX_CELLS, OWNER, RESULT_COLUMNS, Cell, Sweep, load_sweep, sweep_from_dict
 from dpopt.validation import InvalidParameterError, check_int, check_real, fail
 
-__all__ = ["MAX_CELLS", "Cell", "Sweep", "load_sweep", "run_sweep", "solve_cell", "isolation_context", "exit_when_gone", "sweep", "sweep_from_dict"]
+__all__ = ["MAX_CELLS", "Cell", "Sweep", "load_sweep", "run_sweep", "solve_cell", "isolation_context", "exit_when_gone", "die_with_parent", "sweep", "sweep_from_dict"]
 
 #: Rows per Parquet part file (and per progress update in worker mode) ...
 BATCH = 64
@@ -378,10 +378,44 @@ def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool, reco
             yield _solve_batch(batch, memory, record)
     else:
         size = max(1, min(BATCH // 4, math.ceil(len(cells) / (4 * workers))))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_solve_batch, batch, memory, record) for batch in _batches(cells, size)]
-            for future in as_completed(futures):
-                yield future.result()
+        with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent) as pool:
+            try:
+                futures = [pool.submit(_solve_batch, batch, memory, record) for batch in _batches(cells, size)]
+                for future in as_completed(futures):
+                    yield future.result()
+            except BaseException:  # Ctrl-C, or the caller stopped reading: the cells running are not waited for
+                _stop_pool(pool)
+                raise
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to kill this process when its parent ends (Linux ``PR_SET_PDEATHSIG``).
+
+    A child inside a solver's C++ code runs no Python, so a watching thread
+    (:func:`exit_when_gone`) cannot stop it: sweep workers whose driver was killed solved on
+    for minutes. Used by pool workers, a cell's or a method's own process (whose parent is
+    multiprocessing's fork server, which ends with the driver) and the HiGHS children.
+    Elsewhere (no ``prctl``) nothing changes.
+    """
+    parent = os.getppid()
+    try:
+        import ctypes
+        import signal
+
+        if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) != 0:  # 1: PR_SET_PDEATHSIG
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent ended before the request was made
+        os._exit(1)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Kill a process pool's workers and drop its queued cells (leaving the ``with`` then waits for nothing)."""
+    workers = getattr(pool, "_processes", None) or {}  # not public API: where it is absent, only the queue is dropped
+    for process in list(workers.values()):
+        process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 # -- one process per cell: timeouts and whole-process memory ---------------------------------
@@ -429,6 +463,7 @@ def _isolated_cell(problem: dict[str, Any], method: str, key: str, memory: bool,
                    driver: int | None = None) -> None:
     """A cell's own process: solve, measure the resident-memory growth, send the row back."""
     if driver is not None:
+        die_with_parent()
         exit_when_gone(driver)
     baseline = _reset_peak_resident() if memory else None
     row = solve_cell(problem, method, key, memory and baseline is None, record)  # tracemalloc only without /proc

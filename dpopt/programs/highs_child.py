@@ -171,12 +171,13 @@ class ChildSolve:
 
 def main() -> None:
     """Child side: an LP on stdin (:meth:`LpArrays.to_npz`), its :class:`HighsOutcome` on stdout."""
-    from dpopt.sweeps import exit_when_gone
+    from dpopt.sweeps import die_with_parent, exit_when_gone
 
     # Ctrl-C in a terminal reaches the whole process group: end at once, not after the
     # solve (Python would see the signal only when HiGHS returns); and end with the parent
     # when it is gone (killed, or stopped by Ctrl-C without waiting for us)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    die_with_parent()
     exit_when_gone(os.getppid())
     answer = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything HiGHS prints at the C level goes to stderr, not into the answer
