@@ -481,7 +481,9 @@ def _write_result(text: str) -> bool:
         sys.stdout.flush()
     except OSError as error:
         with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
         _fail(EXIT_INTERNAL, "output error", f"the result could not be written to stdout ({error.strerror or error}); "
               "it may be cut short")
         return False
