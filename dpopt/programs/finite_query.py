@@ -57,11 +57,16 @@ still not met (see ``benchmarks/finite_query.py``).
 **Also tried (2026-11-24), and why none is used.**
 
 * *Exact Dantzig-Wolfe pricing.* The vertices of one output's polytope
-  ``{v in [0, 1]^m : v_a <= e^eps v_b for neighbours}`` are 0 and ``alpha^d̄(., A)`` for
-  non-empty sets A (at a vertex every v_a > 0 is pinned by a chain of tight rows to an
-  entry at 1, so ``-ln v_a / eps`` is the hop distance to the set of ones;
-  ``tests/programs/test_finite_query.py`` checks it against all subsets), so pricing is an
-  LP whose optimum reads off an exact column. Pricing is cheap (16 outputs x 156 classes:
+  ``{v in [0, 1]^m : v_a <= e^eps v_b for neighbours}`` (connected graph) are 0 and
+  ``alpha^g`` for integer g >= 0 that changes by at most 1 across every edge and joins
+  every dataset to a zero of g by a path along which it changes by exactly 1 at each step
+  (at a vertex every v_a > 0 is pinned by a chain of tight rows to an entry at 1; each
+  tight row moves ``-ln v / eps`` by exactly one). Until 2026-11-28 this said
+  ``alpha^d̄(., A)`` for sets A, the special case where the chains are shortest paths; the
+  explore profile of ``tests/programs/test_finite_query.py`` found a smaller price on the
+  tree 4-2-0-1, 0-3 (g = 2, 1, 1, 3, 0 on datasets 0..4: dataset 1 is a local maximum of
+  v below 1, pinned through its neighbour), and the test now enumerates the g above. So
+  pricing is an LP whose optimum reads off an exact column. Pricing is cheap (16 outputs x 156 classes:
   0.03 s a round), but the master's m row-sum equalities are met only through nearly
   constant columns: from a pool of 365 level-set columns (A = outputs within j of r, f >= r,
   f <= r) the 6-node master stayed at a constant mechanism's 10.0 for 76 rounds (optimum

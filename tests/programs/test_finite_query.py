@@ -35,23 +35,72 @@ def connected_universes(draw) -> Universe:
     return Universe.from_edges(np.zeros(m), edges)
 
 
-@settings(max_examples=60, deadline=None)
-@given(universe=connected_universes(), epsilon=st.floats(0.1, 3.0),
-       costs=st.lists(st.floats(-1.0, 1.0, allow_subnormal=False), min_size=7, max_size=7))
-def test_one_outputs_privacy_polytope_has_vertices_zero_and_alpha_to_the_distance_to_a_set(universe, epsilon, costs):
-    """min c.v over {v in [0,1]^m : v_a <= e^eps v_b (neighbours)} = min(0, min_A c.alpha^d(., A))."""
+def pinned_exponents(universe: Universe) -> np.ndarray:
+    """Every integer g >= 0 with a zero, |g_a - g_b| <= 1 across edges, and every dataset joined to
+    a zero of g along edges where g changes by exactly 1 (one row per g): the exponents of the
+    vertices ``alpha^g`` of one output's privacy polytope, enumerated along a spanning tree."""
     m = universe.size
-    c = np.array(costs[:m])
+    edges = universe.neighbours
+    order, parent = [0], {0: None}
+    while len(order) < m:  # breadth-first spanning tree
+        for a, b in edges:
+            for u, w in ((a, b), (b, a)):
+                if u in parent and w not in parent:
+                    parent[w] = u
+                    order.append(w)
+    steps = np.array(list(itertools.product((-1, 0, 1), repeat=m - 1)), dtype=np.int64).reshape(-1, m - 1)
+    g = np.zeros((len(steps), m), dtype=np.int64)
+    for i, node in enumerate(order[1:]):
+        g[:, node] = g[:, parent[node]] + steps[:, i]
+    g = np.vstack([g + root for root in range(m)])
+    g = g - g.min(axis=1, keepdims=True)
+    g = np.unique(g, axis=0)
+    change = np.abs(g[:, edges[:, 0]] - g[:, edges[:, 1]])
+    g, change = g[(change <= 1).all(axis=1)], change[(change <= 1).all(axis=1)]
+    reached, tight = g == 0, change == 1
+    for _ in range(m):  # m sweeps reach every dataset a tight path can
+        for e, (a, b) in enumerate(edges):
+            reached[:, a] |= tight[:, e] & reached[:, b]
+            reached[:, b] |= tight[:, e] & reached[:, a]
+    return g[reached.all(axis=1)]
+
+
+def one_output_price(universe: Universe, epsilon: float, c: np.ndarray) -> float:
+    """min c.v over one output's privacy polytope {v in [0,1]^m : v_a <= e^eps v_b (neighbours)}, by scipy's LP."""
+    m = universe.size
     pairs = np.vstack([universe.neighbours, universe.neighbours[:, ::-1]])
     rows = np.zeros((len(pairs), m))
     rows[np.arange(len(pairs)), pairs[:, 0]] = 1.0
     rows[np.arange(len(pairs)), pairs[:, 1]] = -np.exp(epsilon)
-    lp = linprog(c, A_ub=rows, b_ub=np.zeros(len(pairs)), bounds=[(0.0, 1.0)] * m, method="highs")
+    # tolerances below HiGHS's 1e-7 defaults: a cost of 1e-7 on one entry is otherwise dual-feasible noise
+    lp = linprog(c, A_ub=rows, b_ub=np.zeros(len(pairs)), bounds=[(0.0, 1.0)] * m, method="highs",
+                 options={"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tolerance": 1e-10})
     assert lp.status == 0
+    return lp.fun
+
+
+@settings(max_examples=60, deadline=None)
+@given(universe=connected_universes(), epsilon=st.floats(0.1, 3.0),
+       costs=st.lists(st.floats(-1.0, 1.0, allow_subnormal=False), min_size=7, max_size=7))
+def test_one_outputs_privacy_polytope_has_vertices_zero_and_alpha_to_pinned_exponents(universe, epsilon, costs):
+    """min c.v over the polytope = min(0, min_g c.alpha^g) over :func:`pinned_exponents`."""
+    c = np.array(costs[:universe.size])
+    vertices = np.exp(-epsilon) ** pinned_exponents(universe)
+    assert one_output_price(universe, epsilon, c) == pytest.approx(min(0.0, (vertices @ c).min()), abs=1e-9)
+
+
+def test_distances_to_sets_miss_vertices_of_the_privacy_polytope():
+    """The docstring's claim until 2026-11-28 (vertices alpha^d̄(., A) for sets A) misses a vertex:
+    on the tree 4-2-0-1, 0-3 the price of c below is reached only at g = (2, 1, 1, 3, 0)."""
+    universe = Universe.from_edges(np.zeros(5), [(0, 1), (0, 2), (0, 3), (2, 4)])
+    epsilon, c = 0.5, np.array([1.0, -0.5, 0.0, 0.0, -1.0])
     alpha = np.exp(-epsilon)
-    vertices = [alpha ** universe.distances[:, list(subset)].min(axis=1)
-                for size in range(1, m + 1) for subset in itertools.combinations(range(m), size)]
-    assert lp.fun == pytest.approx(min(0.0, min(c @ v for v in vertices)), abs=1e-9)
+    set_distances = [alpha ** universe.distances[:, list(subset)].min(axis=1)
+                     for size in range(1, 6) for subset in itertools.combinations(range(5), size)]
+    price = one_output_price(universe, epsilon, c)
+    assert price == pytest.approx(c @ alpha ** np.array([2, 1, 1, 3, 0]), abs=1e-12)  # alpha^2 - alpha/2 - 1
+    assert min(c @ v for v in set_distances) > price + 0.04
+    assert [2, 1, 1, 3, 0] in pinned_exponents(universe).tolist()
 
 
 def test_no_graph_geometric_mechanism_at_small_epsilon():
