@@ -33,6 +33,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -268,6 +269,9 @@ def _exports() -> list[StoredExport]:
     ] + [
         ("calibration_gaussian_analytic.toml", ".json", []),
         ("dx_example1.toml", ".json", []),
+        ("dx_smalldb.toml", ".json", []),
+        ("statistical_marginal.toml", ".json", []),
+        ("finite_query_explicit.toml", ".json", []),
         ("gupte_sundararajan_table1.toml", ".json", ["--dense"]),
     ]
     stored = []
@@ -339,6 +343,23 @@ def test_damaged_exports_are_refused_with_one_error_or_recertified(case):
         assert solution.certificate.ok
         if not recertify:  # only an unmodified file passes without re-certification
             assert raw == source.raw or _same_content(raw, source.raw)
+
+
+@pytest.mark.parametrize("field", ["method", "solver", "status"])
+@pytest.mark.parametrize("source", [e for e in EXPORTS if e.name.endswith(".json")], ids=lambda e: e.name)
+def test_a_summary_field_that_is_not_a_string_is_refused_in_one_line(source, field):
+    """Found by the explore profile: ``"method": []`` in a calibration export ended in
+    ``TypeError: unhashable type`` under ``recertify=True`` (its reader took the field unchecked)."""
+    from dpopt.export import read_solution
+
+    document = json.loads(source.raw)
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / source.name
+        for value in ([], {}, 3, None):
+            document["summary"][field] = value
+            target.write_text(json.dumps(document))
+            with pytest.raises(DPOptError, match=re.escape(str(target))):
+                read_solution(target, recertify=True)
 
 
 def _same_content(a: bytes, b: bytes) -> bool:

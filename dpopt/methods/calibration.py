@@ -33,7 +33,7 @@ from dpopt.mechanisms.neighbouring_sets import staircase_noise
 from dpopt.mechanisms.piecewise_noise import GRID_SAMPLER
 from dpopt.mechanisms.staircase import StaircaseMechanism
 from dpopt.problems.calibration import GRID_MECHANISMS, ROUNDED_MECHANISMS, Calibration
-from dpopt.export import StoredSolution
+from dpopt.export import StoredSolution, stored_fields
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution
@@ -235,4 +235,4 @@ def read_calibration(problem: Calibration, stored: StoredSolution) -> Solution:
     stored_scale = stored.meta["parameters"]["scale"]
     if not isinstance(stored_scale, (int, float)) or not np.isclose(fresh.parameters["scale"], stored_scale, rtol=1e-9, atol=0.0):
         raise stored.fail(f"the scale read ({stored_scale}) is not the calibration of its problem ({fresh.parameters['scale']})")
-    return dataclasses.replace(fresh, method=stored.summary["method"])
+    return dataclasses.replace(fresh, method=stored_fields(stored)["method"])

@@ -56,7 +56,7 @@ from dpopt.dx.smalldb import (
     smalldb_gamma,
     smalldb_preprocessing,
 )
-from dpopt.export import StoredSolution
+from dpopt.export import StoredSolution, stored_fields
 from dpopt.limits import MAX_MAGNITUDE
 from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER, check_release_grid
 from dpopt.problems.dx_linear_query import DXLinearQuery
@@ -284,18 +284,18 @@ def solve_smalldb_preprocessing(problem: DXLinearQuery, solver: str | None, repa
 @register_reader(KIND)
 def read_dx_linear_query(problem: DXLinearQuery, stored: StoredSolution) -> Solution:
     """Re-check stored scales c and Q' against every pair of the problem's metric."""
-    params, summary = stored.meta["parameters"], stored.summary
+    params, summary, fields = stored.meta["parameters"], stored.summary, stored_fields(stored)
     if "transformed_query" not in params:
         raise stored.fail("it has no transformed_query (only workloads with K N <= 10,000 are exported with Q')")
     transformed = check_array(params["transformed_query"], "transformed_query", KIND, ndim=2, max_abs=MAX_MAGNITUDE)
-    if summary["method"] == "smalldb_preprocessing":
+    if fields["method"] == "smalldb_preprocessing":
         scale = check_real(params["scale"], "scale", KIND, low=0.0, low_open=True, high=MAX_MAGNITUDE)
         if transformed.shape != problem.matrix.shape:
             raise stored.fail(f"its Q' does not have the workload's shape (K = {problem.queries}, N = {problem.metric.size})")
-        solution = smalldb_solution(problem, transformed, scale, summary["method"])
-        return dataclasses.replace(solution, exact=bool(summary["exact"]), status=str(summary["status"]))
+        solution = smalldb_solution(problem, transformed, scale, fields["method"])
+        return dataclasses.replace(solution, exact=bool(summary["exact"]), status=fields["status"])
     scales = check_array(params["scales"], "scales", KIND, ndim=1, low=0.0, max_abs=MAX_MAGNITUDE)
     if transformed.shape != problem.matrix.shape or scales.shape != (problem.queries,):
         raise stored.fail(f"its scales and Q' do not have the workload's shape (K = {problem.queries}, N = {problem.metric.size})")
-    solution = dx_solution(problem, transformed, scales, summary["method"], solver=summary["solver"])
-    return dataclasses.replace(solution, exact=bool(summary["exact"]), status=str(summary["status"]))
+    solution = dx_solution(problem, transformed, scales, fields["method"], solver=fields["solver"])
+    return dataclasses.replace(solution, exact=bool(summary["exact"]), status=fields["status"])

@@ -40,7 +40,7 @@ from dpopt.dx.statistical import (
     marginal_attribute_scale,
     metric_closure,
 )
-from dpopt.export import StoredSolution
+from dpopt.export import StoredSolution, stored_fields
 from dpopt.limits import MAX_MAGNITUDE
 from dpopt.mechanisms.grid_release import ROUNDED_LAPLACE_SAMPLER, check_release_grid
 from dpopt.problems.statistical_query import StatisticalQuery
@@ -171,7 +171,7 @@ def solve_laplace(problem: StatisticalQuery, solver: str | None, repair: bool) -
 @register_reader(KIND)
 def read_statistical_query(problem: StatisticalQuery, stored: StoredSolution) -> Solution:
     """Re-check stored scales and value maps against every pair of every attribute."""
-    params, summary = stored.meta["parameters"], stored.summary
+    params, summary, fields = stored.meta["parameters"], stored.summary, stored_fields(stored)
     scales = check_array(params["scales"], "scales", KIND, ndim=1, low=0.0, max_abs=MAX_MAGNITUDE)
     mapped = params["mapped_values"]
     if scales.shape != (problem.attributes,) or not isinstance(mapped, list) or len(mapped) != problem.attributes:
@@ -179,5 +179,5 @@ def read_statistical_query(problem: StatisticalQuery, stored: StoredSolution) ->
     maps = [check_array(m, f"mapped_values[{k}]", KIND, ndim=1, max_abs=MAX_MAGNITUDE) for k, m in enumerate(mapped)]
     if any(m.shape != u.shape for m, u in zip(maps, problem.attribute_values)):
         raise stored.fail("a value map does not have its attribute's number of values")
-    solution = statistical_solution(problem, scales, maps, summary["method"])
-    return dataclasses.replace(solution, exact=bool(summary["exact"]), status=str(summary["status"]))
+    solution = statistical_solution(problem, scales, maps, fields["method"])
+    return dataclasses.replace(solution, exact=bool(summary["exact"]), status=fields["status"])

@@ -92,7 +92,8 @@ def test_the_flow_route_equals_the_gs_lp_and_column_generation(case):
     assert result.lower_bound <= lp.objective + 1e-9 * scale + 1e-12
     plain = loop.solve_by_column_generation(problem, flow=False)
     assert plain.route != "zero-one flow"
-    assert full.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9, abs=1e-12)
+    # abs as above: at S = {0} (optimum 0) plain column generation stopped at 1.2e-12 (explore profile, n = 22)
+    assert full.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9, abs=1e-10)
     assert result.upper_bound == pytest.approx(plain.upper_bound, rel=2e-9, abs=1e-10)
     assert result.mechanism.certificate(problem.epsilon).ok
 
