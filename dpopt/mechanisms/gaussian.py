@@ -56,15 +56,53 @@ def pdp_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
 
 
 def analytic_delta(sigma: Any, sensitivity: float, epsilon: float) -> np.ndarray:
-    """The exact delta of the Gaussian mechanism with ``sigma`` at ``epsilon`` (Balle-Wang Thm 8).
+    """The exact delta of the Gaussian mechanism with ``sigma`` at ``epsilon`` (Balle-Wang Thm 8):
+    ``Phi(a) - e^epsilon Phi(b)`` with ``a = Delta / (2 sigma) - epsilon sigma / Delta`` and
+    ``b = a - c``, ``c = Delta / sigma``.
 
-    ``e^epsilon Phi(-v)`` is evaluated as ``exp(epsilon + log Phi(-v))`` so that it
-    neither overflows nor cancels for large epsilon.
+    Where a > 0, delta is not small against its terms, and ``e^epsilon Phi(b)`` is evaluated
+    as ``exp(epsilon + log Phi(b))`` so that it neither overflows nor cancels for large
+    epsilon. Where a <= 0 (the small-delta tail) the two terms agree in their leading digits:
+    at epsilon = 0.01, delta = 1e-12 they are ~3.5e-9, and each carries the rounding of a and
+    b amplified by Phi's condition number (~a^2), so their difference was 4e-11 (relative)
+    off, too noisy for :func:`analytic_sigma` to round up through. There, since
+    ``e^epsilon phi(b) = phi(a)`` exactly, ``delta = phi(a) (M(-a) - M(-b))`` with Mills'
+    ratio ``M(t) = Phi(-t) / phi(t)``, and the difference is the integral of
+    ``-M'(t) = 1 - t M(t)`` over ``[-a, -b]`` (:func:`_mills_drop`), which nothing cancels in.
+    Measured against 50-digit arithmetic (mpmath, by hand) over 8,000 random tail points:
+    within 4e-13 (relative; a difference of two erfcx values was up to 2.6e-10 off where
+    ``c`` is small); the tests hold it within 1e-12 of adaptive quadrature of the
+    privacy-loss integral (``tests/mechanisms/test_gaussian.py``).
     """
     s = np.asarray(sigma, dtype=float)
     u = sensitivity / (2.0 * s)
     w = epsilon * s / sensitivity
-    return special.ndtr(u - w) - np.exp(epsilon + special.log_ndtr(-u - w))
+    a, b = u - w, -u - w
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # each branch is kept only where it holds
+        direct = special.ndtr(a) - np.exp(epsilon + special.log_ndtr(b))
+        tail = np.exp(-0.5 * a * a) / math.sqrt(2.0 * math.pi) * _mills_drop(-a, 2.0 * u)
+    return np.where(a <= 0, tail, direct)
+
+
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(16)
+
+
+def _mills(t: np.ndarray) -> np.ndarray:
+    """Mills' ratio ``Phi(-t) / phi(t) = sqrt(pi / 2) erfcx(t / sqrt 2)``."""
+    return math.sqrt(math.pi / 2.0) * special.erfcx(t / math.sqrt(2.0))
+
+
+def _mills_drop(x: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``M(x) - M(x + c)`` for x >= 0, c > 0, without cancellation.
+
+    For c <= 1: the integral of ``1 - t M(t)`` over [x, x + c] by 16-point Gauss-Legendre (the
+    integrand is smooth and positive, and ``t M(t)`` is below 1, so forming it loses only
+    ``~t^2`` ulps); for larger c the difference itself, where it no longer cancels much.
+    """
+    x, c = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(c, dtype=float))
+    t = x[..., None] + c[..., None] * (_NODES + 1.0) / 2.0
+    integral = c / 2.0 * ((1.0 - t * _mills(t)) @ _WEIGHTS)
+    return np.where(c <= 1.0, integral, _mills(x) - _mills(x + c))
 
 
 def analytic_sigma(sensitivity: float, epsilon: float, delta: float) -> float:

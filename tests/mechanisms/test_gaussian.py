@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
-from scipy import special, stats
+from scipy import integrate, special, stats
 
 from dpopt.mechanisms.gaussian import (
     GaussianMechanism,
@@ -35,6 +35,36 @@ def test_analytic_is_never_larger_than_classic_and_both_are_private(epsilon, log
     classic = classic_sigma(1.0, epsilon, delta)
     assert analytic <= classic
     assert float(analytic_delta(classic, 1.0, epsilon)) <= delta
+
+
+def privacy_loss_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
+    """delta = E[(1 - e^(eps - L))_+], L ~ N(mu, 2 mu), mu = Delta^2 / (2 sigma^2), by adaptive quadrature.
+
+    Substituting L = eps + sd t leaves a positive integrand (nothing cancels), so quad's
+    relative tolerance holds even where delta is 1e-16: an oracle for the tail."""
+    mu = sensitivity**2 / (2.0 * sigma**2)
+    sd = math.sqrt(2.0 * mu)
+    z = (epsilon - mu) / sd
+    value, _ = integrate.quad(lambda t: -math.expm1(-sd * t) * math.exp(-z * t - 0.5 * t * t), 0.0, np.inf,
+                              epsabs=0.0, epsrel=1e-13, limit=500)
+    return value * math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+
+
+@pytest.mark.parametrize("sigma, sensitivity, epsilon", [
+    (1779.601538732391, 3.0735891096911, 0.01),  # delta = 1e-12: the old difference of Phi's was 4e-11 off
+    (700.0, 1.0, 0.01), (200.0, 2.0, 0.05), (30.0, 1.0, 0.1), (3.0, 1.0, 0.5), (1.7, 1.0, 0.6), (0.3, 1.0, 8.0),
+    (0.5, 1.0, 1.0), (0.05, 1.0, 0.5),  # a > 0: large delta, the direct difference
+])
+def test_analytic_delta_matches_quadrature_to_twelve_digits(sigma, sensitivity, epsilon):
+    assert float(analytic_delta(sigma, sensitivity, epsilon)) == pytest.approx(privacy_loss_delta(sigma, sensitivity, epsilon),
+                                                                               rel=1e-12, abs=0.0)
+
+
+def test_analytic_sigma_at_small_epsilon_and_delta():
+    """Found by the explore profile: the noise of the old formula defeated the round-up (AssertionError)."""
+    sigma = analytic_sigma(3.0735891096911, 0.01, 1e-12)
+    assert privacy_loss_delta(sigma, 3.0735891096911, 0.01) <= 1e-12 * (1 + 1e-11)
+    assert privacy_loss_delta(sigma * (1 - 1e-9), 3.0735891096911, 0.01) > 1e-12
 
 
 def test_analytic_delta_by_direct_integration_of_the_privacy_loss():
