@@ -119,15 +119,25 @@ class GridLaplace:
 
 
 def discrete_gaussian_delta(sigma2: float, epsilon: float, steps: int) -> float:
-    """CKS Theorem 7: the exact delta(epsilon) of the discrete Gaussian for integer sensitivity ``steps``."""
+    """CKS Theorem 7: the exact delta(epsilon) of the discrete Gaussian for integer sensitivity ``steps``.
+
+    Theorem 7 is ``P[Z > c] - e^eps P[Z > c + s]`` with ``c = eps sigma^2 / s - s / 2``; its two
+    tails agree in their leading digits when delta is small (1e-12 relative off at
+    sigma^2 = 3.3e5, eps = 0.01, delta = 1.3e-12, in either direction). Pairing z with z + s
+    gives ``sum_{z > c} P[Z = z] (1 - exp(eps - (2 z s + s^2) / (2 sigma^2)))``, whose every term
+    is positive (the exponent is negative exactly when z > c), so nothing cancels: within
+    4e-15 of 50-digit sums at the points measured (``tests/mechanisms/test_grid_release.py``
+    checks it against ``decimal`` arithmetic).
+    """
     sigma = math.sqrt(sigma2)
     width = int(40 * sigma + 40 + steps)
     z = np.arange(-width, width + 1)
     log_w = -(z.astype(float) ** 2) / (2 * sigma2)
     pmf = np.exp(log_w - log_w.max())
     pmf /= pmf.sum()
-    tail = lambda c: float(pmf[z > c].sum())  # noqa: E731
-    return max(tail(epsilon * sigma2 / steps - steps / 2) - math.exp(epsilon) * tail(epsilon * sigma2 / steps + steps / 2), 0.0)
+    above = z > epsilon * sigma2 / steps - steps / 2
+    paired = z[above].astype(float)
+    return float(np.sum(pmf[above] * -np.expm1(epsilon - (2.0 * paired * steps + steps * steps) / (2.0 * sigma2))))
 
 
 @dataclass(frozen=True)

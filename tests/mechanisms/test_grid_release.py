@@ -1,6 +1,7 @@
 """Real values released on a grid with exact discrete noise (dpopt.mechanisms.grid_release)."""
 
 import math
+from decimal import Decimal, getcontext
 from fractions import Fraction
 
 import numpy as np
@@ -55,6 +56,25 @@ def _hockey_stick(sigma2: float, epsilon: float, steps: int) -> float:
 @pytest.mark.parametrize("sigma2,epsilon,steps", [(4.0, 1.0, 1), (30.0, 0.5, 2), (100.0, 1.0, 3), (2.25, 2.0, 1)])
 def test_cks_theorem_7_delta_equals_the_hockey_stick_divergence(sigma2, epsilon, steps):
     assert discrete_gaussian_delta(sigma2, epsilon, steps) == pytest.approx(_hockey_stick(sigma2, epsilon, steps), rel=1e-9, abs=1e-15)
+
+
+def _hockey_stick_decimal(sigma2: float, epsilon: float, steps: int) -> Decimal:
+    """The hockey-stick divergence in 40-digit decimal arithmetic (rounding-free for these purposes)."""
+    getcontext().prec = 40
+    width = int(40 * math.sqrt(sigma2)) + 40 + steps
+    two_sigma2, e = 2 * Decimal(sigma2), Decimal(epsilon).exp()
+    weight = {z: (-(Decimal(z) ** 2) / two_sigma2).exp() for z in range(-width - steps, width + 1)}
+    total = sum(weight[z] for z in range(-width, width + 1))
+    return sum(max(weight[z] - e * weight[z - steps], Decimal(0)) for z in range(-width, width + 1)) / total
+
+
+@pytest.mark.parametrize("sigma2,epsilon,steps", [(10_000.0, 0.05, 1), (20_000.0, 0.05, 1), (5000.0, 0.1, 1), (2000.0, 0.5, 1),
+                                                  (8000.0, 0.2, 3)])
+def test_cks_delta_keeps_its_digits_where_delta_is_tiny(sigma2, epsilon, steps):
+    """The two tails of Theorem 7 cancel where delta is small; the paired sum keeps 13+ digits (the difference kept ~11)."""
+    exact = _hockey_stick_decimal(sigma2, epsilon, steps)
+    assert float(exact) < 1e-9
+    assert discrete_gaussian_delta(sigma2, epsilon, steps) == pytest.approx(float(exact), rel=1e-13, abs=0.0)
 
 
 def test_grid_gaussian_meets_delta_and_matches_the_continuous_calibration_on_a_fine_grid():
