@@ -16,12 +16,13 @@ from dpopt.exact_sampling import BlockedDiscrete, ExactDiscrete, exact_choice
 from dpopt.sampling import SecureRandom
 from dpopt.validation import InvalidParameterError
 from tests.distributions import geometric_fit_pvalue
+from tests.conftest import examples
 
 weights = st.lists(st.one_of(st.just(0.0), st.floats(1e-300, 1e3), st.floats(1e-320, 1e-300)), min_size=1, max_size=12).filter(
     lambda w: any(v > 0 for v in w))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(w=weights)
 def test_probabilities_are_the_float_entries_as_exact_rationals(w):
     """P(j) = w_j / sum w exactly, every w_j read as the dyadic rational it is; zeros and only zeros
@@ -34,7 +35,7 @@ def test_probabilities_are_the_float_entries_as_exact_rationals(w):
     np.testing.assert_array_equal(d.support(), np.flatnonzero(np.array(w) > 0))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(w=weights, seed=st.integers(0, 2**32))
 def test_the_top_64_bits_decide_exactly_when_they_say_so(w, seed):
     """Whenever the fast path decides from R's top 64 bits, every completion of R's low bits gives
@@ -120,7 +121,7 @@ def test_bad_weights_are_refused():
                 sampler(bad)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(w=st.lists(st.one_of(st.just(0.0), st.floats(1e-300, 1e300), st.floats(5e-324, 1e-300)), min_size=1, max_size=3000).filter(
     lambda w: any(v > 0 for v in w)), block=st.sampled_from([3, 16, es.BLOCK]))
 def test_the_blocked_sampler_has_the_exact_probabilities(w, block):
@@ -182,7 +183,7 @@ def test_every_solution_release_reports_its_sampler_and_matrix_releases_are_exac
 
 # --- exponential mechanisms: weights exp(logit) that float64 would flush to zero -------------------------
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.floats(-1e5, 50.0), min_size=1, max_size=10))
 def test_dyadic_exp_is_exp_to_a_few_ulps_and_never_zero(logits):
     """``mantissa 2**(exponent - 52)`` against exp(l - max) in 50-digit decimal arithmetic: relative error
@@ -198,7 +199,7 @@ def test_dyadic_exp_is_exp_to_a_few_ulps_and_never_zero(logits):
         assert weight > 0 and abs(weight / exact - 1) <= Decimal(4 * 2.0**-53 * (2 + abs(l - top)))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.integers(1, 2**200), st.integers(1, 2**200), st.lists(st.integers(0, 2**64 - 1), max_size=4))
 def test_exact_bernoulli_fraction_decides_ties_by_the_exact_expansion(a, b, later):
     """Force U's first word onto p's (a tie), then U's next words from ``later`` and zeros after: with the
@@ -296,7 +297,7 @@ def test_exact_geometric_near_one_follows_its_law_in_few_rounds(epsilon):
     assert geometric_fit_pvalue(k, b) > 1e-3
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.floats(0.5, 1.0, exclude_min=True, exclude_max=True), st.integers(0, 9))
 def test_power_bounds_hold_the_exact_power(b, digit):
     numerator, denominator = b.as_integer_ratio()

@@ -12,6 +12,7 @@ import dpopt
 from dpopt.dx.linf import exact_linf_scales, expected_max, expected_max_gradient
 from dpopt.dx.scales import check_privacy, expected_max_laplace
 from dpopt.problems.dx_linear_query import DXLinearQuery
+from tests.conftest import examples
 
 
 def _inclusion_exclusion(rates: list[Fraction]) -> Fraction:
@@ -23,7 +24,7 @@ def _inclusion_exclusion(rates: list[Fraction]) -> Fraction:
     return total
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(rates=st.lists(st.fractions(min_value=Fraction(1, 20), max_value=20, max_denominator=50), min_size=1, max_size=8))
 def test_expected_max_by_quadrature_equals_exact_rational_inclusion_exclusion(rates):
     exact = float(_inclusion_exclusion(rates))
@@ -58,7 +59,7 @@ def _problem(seed: int, queries: int, size: int) -> DXLinearQuery:
                                  "epsilon": float(rng.uniform(0.3, 2))})
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=st.integers(0, 10_000), queries=st.integers(2, 5), size=st.integers(3, 8))
 def test_exact_linf_is_private_and_never_worse_than_any_c_q_equals_q_route(seed, queries, size):
     """Certified on all pairs; its E||Y||_inf <= every other route's (all have c Q' = Q); and its lower

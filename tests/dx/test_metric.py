@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from dpopt.dx.metric import DXMetric
 from dpopt.validation import InvalidParameterError
+from tests.conftest import examples
 
 
 def test_example_1_attribute_metric():
@@ -74,7 +75,7 @@ def test_equal_metric_specs_share_one_read_only_metric_and_files_are_read_again(
     assert metric_from_spec({"type": "csv", "path": str(path)}, 2).matrix[0, 1] == 2
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(2, 25), st.integers(1, 3), st.integers(0, 2**32 - 1))
 def test_metrics_built_by_formula_pass_the_triangle_check_they_skip(size, dim, seed):
     """Euclidean, uniform, heterogeneous, dates, smooth and graph metrics are metrics by their
@@ -95,7 +96,7 @@ def test_a_users_matrix_is_still_checked():
     assert not DXMetric(np.array([[0, 1], [1, 0.0]])).proven
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(0, 12), min_size=2, max_size=30), st.sampled_from([1.0, 0.37, 1e3]), st.floats(0.1, 3.0), st.floats(0.5, 5.0))
 def test_essential_pairs_on_a_line_are_the_searchs_without_it(positions, unit, epsilon, period):
     """Dates (ties included): equal points and consecutive distinct positions, read off the sort,

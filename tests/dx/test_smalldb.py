@@ -8,6 +8,7 @@ from scipy.optimize import linprog
 
 from dpopt.dx.metric import DXMetric
 from dpopt.dx.smalldb import lipschitz_approximation, smalldb_bound, smalldb_gamma, smalldb_preprocessing
+from tests.conftest import examples
 
 
 def _metric(points: np.ndarray, epsilon: float) -> DXMetric:
@@ -30,7 +31,7 @@ def _lp_error(q: np.ndarray, d: np.ndarray, lipschitz: float) -> float:
     return float(result.fun)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 10_000), lipschitz=st.floats(0.0, 3.0))
 def test_mcshane_whitney_midpoint_is_the_best_lipschitz_approximation(seed, lipschitz):
     rng = np.random.default_rng(seed)
@@ -43,7 +44,7 @@ def test_mcshane_whitney_midpoint_is_the_best_lipschitz_approximation(seed, lips
     assert error == pytest.approx(_lp_error(q, metric.matrix, lipschitz), abs=1e-7)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(5, 500))
 def test_problem_8_optimum_is_global_against_a_grid_of_scales(seed, n):
     """F(c) = n E(c) + (n^2 gamma c)^(1/3) on a fine grid of c, E by LPs (not the closed form), never beats the optimum."""

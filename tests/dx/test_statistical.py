@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpopt.dx.statistical import MarginalRelease, marginal_attribute_scale
+from tests.conftest import examples
 
 
 def _lp_optimum(values: np.ndarray, d: np.ndarray, n: int) -> float:
@@ -19,7 +20,7 @@ def _lp_optimum(values: np.ndarray, d: np.ndarray, n: int) -> float:
     return float(problem.value)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 40), m=st.integers(2, 6))
 def test_problem_14_matches_its_lp(seed, n, m):
     rng = np.random.default_rng(seed)

@@ -7,6 +7,7 @@ import dpopt
 from dpopt.mechanisms.factored import FactoredMechanism
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.validation import InvalidParameterError
+from tests.conftest import examples
 
 
 def _remap(n, seed):
@@ -50,7 +51,7 @@ def remaps(draw: st.DrawFn) -> FactoredMechanism:
     return FactoredMechanism.from_remap(n, alpha, t.tocsr())
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(remaps())
 def test_the_certificate_from_the_entries_equals_the_dense_measurement(f):
     """Four values a gap between a column's entries and two a column (the ratio rises
@@ -69,7 +70,7 @@ def _same_measurement(f, cert, dense):
     assert abs(np.log(x[i, c]) - np.log(x[j, c])) == pytest.approx(cert.max_privacy_loss, rel=1e-10, abs=1e-13)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(50, 400), st.floats(0.9, 0.999), st.integers(0, 2**32 - 1))
 def test_long_gaps_between_entries_are_measured_at_their_ends_and_centre(n, alpha, seed):
     # each row sent to one or two far targets: columns with few entries and long gaps, where
@@ -129,7 +130,7 @@ def test_negative_or_misshaped_remaps_rejected():
         FactoredMechanism(n=3, alpha=0.5, remap=sparse.csr_array(np.eye(3)))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(1, 35), st.floats(0.02, 0.999), st.sampled_from(["absolute", "squared"]), st.integers(0, 2**32 - 1),
        st.sampled_from([1, 7, 1 << 22]))
 def test_named_row_losses_equal_the_dense_expected_losses(n, alpha, loss, seed, budget):
@@ -146,7 +147,7 @@ def test_named_row_losses_equal_the_dense_expected_losses(n, alpha, loss, seed, 
     np.testing.assert_allclose(f.named_row_losses(loss, wanted, budget=budget), dense[wanted], rtol=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(1, 35), st.one_of(st.floats(1e-9, 1e-3), st.floats(0.02, 0.99999)), st.integers(0, 2**32 - 1))
 def test_zero_one_named_losses_equal_the_dense_ones(n, alpha, seed):
     """1 - x[i, i] plus the rows' rounding by recurrences, within a few ulps of the dense sum
@@ -162,7 +163,7 @@ def test_zero_one_named_losses_equal_the_dense_ones(n, alpha, seed):
     np.testing.assert_allclose(f.expected_losses("zero_one", problem.loss_rows, every), dense, rtol=1e-11)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(40, 400), st.floats(0.05, 0.5), st.sampled_from(["absolute", "squared"]), st.integers(0, 2**32 - 1),
        st.floats(0.0, 1e-13))
 def test_small_absolute_and_squared_losses_are_the_dense_ones_and_never_negative(n, alpha, loss, seed, stray):

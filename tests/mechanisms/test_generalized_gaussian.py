@@ -23,6 +23,7 @@ from dpopt.mechanisms.generalized_gaussian import (
 )
 from dpopt.mechanisms.laplace import ThresholdedLaplaceMechanism
 from dpopt.validation import InvalidParameterError
+from tests.conftest import examples
 
 
 @pytest.mark.parametrize("p", [0.7, 1.0, 2.0, 3.0, 6.0])
@@ -161,7 +162,7 @@ def test_lemma_8_exponential_mechanism_is_gg(p):
     np.testing.assert_allclose(GeneralizedGaussianNoise(scale=b, p=p).pdf(y - 1.0), exponential, rtol=1e-12)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(p=st.integers(1, 4), r=st.integers(1, 2), data=st.data())
 def test_lemma_9_bounds_the_utility_sensitivity(p, r, data):
     """Delta_u by direct maximisation over grids of s, s' (|s - s'| <= Delta) and s*, against Lemma 9 and the exact form."""
@@ -212,7 +213,7 @@ def test_vector_sampler_marginals_follow_their_truncated_cdfs(p):
         assert stats.kstest(draws[:, k], lambda v, k=k, lo=lo, hi=hi: (noise.cdf(v - s[k]) - lo) / (hi - lo)).pvalue > 1e-3
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(p=st.integers(1, 4), seed=st.integers(0, 10_000))
 def test_vector_eq_8_scale_is_private_on_random_neighbours(p, seed):
     """Eq. (8)'s b in r = 3 dimensions: the log ratio of release densities between random neighbours

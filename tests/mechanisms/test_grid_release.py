@@ -17,11 +17,12 @@ from dpopt.mechanisms.grid_release import (GridGaussian, GridLaplace, discrete_g
                                           rounded_laplace)
 from dpopt.validation import InvalidParameterError
 from tests.distributions import integer_fit_pvalue, laplace_cdf
+from tests.conftest import examples
 
 finite = st.floats(-1e6, 1e6, allow_nan=False)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(a=finite, shift=st.floats(0, 50), sensitivity=st.floats(1e-3, 50), grid=st.floats(1e-2, 10))
 def test_neighbours_grid_indices_differ_by_at_most_s(a, shift, sensitivity, grid):
     """|a - b| <= Delta (exactly, as rationals) implies |index(a) - index(b)| <= ceil(Delta / g): the rounding's only cost."""
@@ -140,7 +141,7 @@ def test_grid_points_print_as_the_decimal_grid_the_user_wrote():
     np.testing.assert_array_equal(grid_points(huge, 0.25), [7.5e29, -(2.0**68)])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.floats(1e-12, 1e6), st.lists(st.integers(-(2**60), 2**60), min_size=1, max_size=5))
 def test_grid_points_are_the_nearest_doubles_to_j_times_the_shortest_decimal(grid, cells):
     decimal = Fraction(repr(grid))

@@ -8,6 +8,7 @@ from scipy import stats
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.validation import InvalidParameterError
+from tests.conftest import examples
 
 
 @st.composite
@@ -64,7 +65,7 @@ def test_invalid_windows_rejected():
         PeriodicNoise(np.ones(3) / 3, 1, 1.0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     p=st.lists(st.sampled_from([0.0, 1e-300, 1e-9, 0.1, 0.25, 0.5, 1.0]), min_size=1, max_size=40).map(np.array),
     reach=st.integers(1, 50),

@@ -14,6 +14,7 @@ from dpopt.mechanisms.multilevel import (
     verify_chain_exact,
 )
 from dpopt.validation import InvalidParameterError
+from tests.conftest import examples
 
 levels = st.lists(st.floats(0.02, 0.98), min_size=2, max_size=4, unique=True).map(sorted).filter(
     lambda a: all(b - x > 1e-3 for x, b in zip(a[:-1], a[1:]))
@@ -30,7 +31,7 @@ def test_remaps_are_stochastic_and_marginals_are_geometric(n, alphas):
         np.testing.assert_allclose(marginal, geometric_matrix(n, alpha), atol=1e-10)
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(st.integers(1, 6), levels)
 def test_chain_marginals_exact_in_rationals(n, alphas):
     assert verify_chain_exact(n, alphas)
@@ -77,7 +78,7 @@ def test_level_remap_needs_alpha_below_beta():
         level_remap(3, 0.5, 0.4)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(n=st.integers(1, 4), levels=st.integers(2, 4), data=st.data())
 def test_lemma_4_a_coalition_learns_what_its_least_private_member_learns(n, levels, data):
     """GS Lemma 4 in exact arithmetic: pooling releases of several levels gives the same posterior
@@ -93,7 +94,7 @@ def test_lemma_4_a_coalition_learns_what_its_least_private_member_learns(n, leve
         assert list(pooled) == list(alone)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(n=st.integers(1, 3), levels=st.integers(2, 3), data=st.data())
 def test_coalition_likelihood_is_the_sum_over_every_chain(n, levels, data):
     """The forward pass against brute force: P(releases | d) summed over all chains (r_1, .., r_k), exactly."""
@@ -121,7 +122,7 @@ def test_lemma_4_fails_for_independent_releases():
     assert list(joint / joint.sum()) != list(coalition_posterior(n, alphas, {0: 0}, prior))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(1, 7), levels)
 def test_each_remap_is_keep_or_redraw_exactly_in_rationals(n, alphas):
     """Row r of G_a^-1 G_b (the exact tridiagonal solve) is p_r e_r + (1 - p_r) G_b[r], entry by entry."""

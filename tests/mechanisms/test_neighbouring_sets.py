@@ -19,6 +19,7 @@ from dpopt.mechanisms.neighbouring_sets import (
 )
 from dpopt.mechanisms.staircase import StaircaseMechanism, optimal_gamma
 from dpopt.validation import InvalidParameterError
+from tests.conftest import examples
 
 PAPER_SETS = {  # Wu-Xia-He Section 6.2, Fig. 7 (a)-(d)
     "V1": [[0, 1], [1000, 1001]],
@@ -57,7 +58,7 @@ def _in_sum(z: float, w: np.ndarray, steps: int) -> bool:
     return False
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(v=neighbouring_sets(), epsilon=st.floats(0.2, 3.0), data=st.data())
 def test_ring_levels_are_the_fewest_steps_that_reach_a_value(v, epsilon, data):
     """Theorem 2's density at z is e^(-i eps) for the least i with z in the i-fold sum of W, checked by brute force."""
@@ -74,7 +75,7 @@ def test_ring_levels_are_the_fewest_steps_that_reach_a_value(v, epsilon, data):
         assert _in_sum(z, w, level) and not _in_sum(z, w, level - 1)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(v=neighbouring_sets(), epsilon=st.floats(0.05, 5.0), delta=st.sampled_from([0.0, 0.5, 1.0, 3.0]))
 def test_corollary_1_measured_loss_is_epsilon(v, epsilon, delta):
     """Corollary 1: for a linear query Theorems 2 and 3 are eps-DP (not only 2 eps), and eps is attained."""
@@ -83,7 +84,7 @@ def test_corollary_1_measured_loss_is_epsilon(v, epsilon, delta):
     assert loss == pytest.approx(epsilon, rel=1e-9)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(v=neighbouring_sets(), delta=st.sampled_from([0.0, 0.5, 2.0]))
 def test_rings_partition_the_line(v, delta):
     """Lemma 2's partition: the rings tile [0, c) with no gap or overlap, levels rising by at most one per step."""

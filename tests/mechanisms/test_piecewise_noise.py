@@ -18,6 +18,7 @@ from dpopt.mechanisms.piecewise_noise import GRID_SAMPLER, PiecewiseNoise, _deci
 from dpopt.problems.noise_adding import NeighbouringSetNoise
 from dpopt.validation import InvalidParameterError
 from tests.distributions import integer_fit_pvalue
+from tests.conftest import examples
 
 
 def _rounded_law(noise: PiecewiseNoise, x: float, grid: float, cells: np.ndarray) -> np.ndarray:
@@ -67,7 +68,7 @@ def _pieces(draw):
     return x, g, lo, hi
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_pieces(), _WORDS)
 def test_a_decided_cell_is_the_floor_of_both_ends_exactly(piece, word):
     x, g, lo, hi = piece
@@ -90,7 +91,7 @@ def test_grid_release_is_reproducible_and_secure_draws_run():
     assert noise.grid_release(5.0, 0.1, 5, dpopt.sampling.resolve_rng(None, secure=True)).shape == (5,)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.fractions(min_value=-50, max_value=50, max_denominator=64), st.fractions(min_value=Fraction(1, 64), max_value=20, max_denominator=64),
        st.integers(0, 2**32 - 1))
 def test_cell_lies_under_the_interval(start, length, seed):

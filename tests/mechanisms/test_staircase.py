@@ -17,6 +17,7 @@ from dpopt.mechanisms.staircase import (
     discrete_staircase_noise,
     optimal_gamma,
 )
+from tests.conftest import examples
 
 
 def _piecewise_moments(mech: StaircaseMechanism, steps: int = 400) -> tuple[float, float, float]:
@@ -112,7 +113,7 @@ def _exact_staircase_cost(delta: int, b: Fraction, r: int, power: int) -> Fracti
     return 2 * (delta**2 * c0 * g2 + 2 * delta * c1 * g1 + c2 * g0)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(delta=st.integers(1, 30), epsilon=st.floats(0.01, 8.0), power=st.sampled_from([1, 2]))
 def test_discrete_staircase_costs_in_closed_form_equal_the_window_moments_and_exact_rationals(delta, epsilon, power):
     costs = discrete_staircase_costs(delta, epsilon, power)

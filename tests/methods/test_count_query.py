@@ -8,6 +8,7 @@ import dpopt
 from dpopt.losses import loss_table
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.methods.count_query import row_losses, worst_case_loss
+from tests.conftest import examples
 
 
 def test_row_losses_only_over_side_information():
@@ -25,7 +26,7 @@ def test_geometric_is_an_upper_bound_and_remap_never_hurts():
     assert geometric.objective == pytest.approx(worst_case_loss(problem, geometric_matrix(10, 0.7)))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(1, 30), st.floats(0.05, 0.95), st.sampled_from(["absolute", "squared", "zero_one", "table"]), st.booleans())
 def test_geometric_objective_equals_the_dense_g(n, alpha, loss, side):
     """G held as G I (kernel recurrences, or blocks for a table) against sum_r L[i, r] G[i, r] formed densely."""

@@ -12,7 +12,7 @@ from dpopt.cli import main
 from dpopt.problem_files import load_problem
 from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.validation import InvalidParameterError
-from tests.conftest import PROBLEMS
+from tests.conftest import PROBLEMS, examples
 
 
 def test_every_route_is_certified_and_exact_is_best_under_its_objective():
@@ -85,7 +85,7 @@ def test_csv_metric_relative_to_the_problem_file(tmp_path, capsys):
 # -- Theorem 2 part 2: the l1 and l_inf routes ----------------------------------------------
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=st.integers(0, 10_000), p=st.sampled_from([1, "inf"]))
 def test_lp_routes_are_never_worse_than_the_squared_route_on_their_own_bound(seed, p):
     """exact_l1 / exact_linf minimise n||c q' - q||_p + c exactly (one query, q' free): no other route, in particular
@@ -195,7 +195,7 @@ def test_smalldb_export_reads_back_and_an_edit_that_breaks_theorem_5_is_never_sa
         read_solution(path)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=st.integers(0, 10_000), queries=st.integers(2, 4))
 def test_l1_route_for_several_queries_is_never_worse_on_its_bound_and_certified(seed, queries):
     """Within c Q' = Q the l1 bound is sum c (the bias term vanishes): exact_l1 is certified on all pairs and

@@ -22,6 +22,7 @@ from dpopt.mechanisms.ladder import ladders_from_universe
 from dpopt.methods.finite_query import certify_finite
 from dpopt.programs.finite_query import loss_classes
 from dpopt.universes import Universe
+from tests.conftest import examples
 
 LOSSES = ["absolute", "squared", "zero_one"]
 
@@ -155,7 +156,7 @@ def test_proof_calibration_never_exceeds_two_epsilon_prime(universe, epsilon, de
         assert solution.certificate.ok, method.name
 
 
-@settings(max_examples=40)  # nine methods per example, each calibrated by bisection: 16 s at the default 100
+@settings(max_examples=examples(40))  # nine methods per example, each calibrated by bisection: 16 s at the default 100
 @given(universe=universes(), epsilon=st.floats(0.1, 3.0))
 def test_lp_is_below_every_construction_at_the_same_measured_privacy(universe, epsilon):
     problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon)
@@ -290,7 +291,7 @@ def test_export_round_trip(tmp_path, suffix):
     np.testing.assert_array_equal(back.sample(2, 10, rng=4), solution.sample(2, 10, rng=4))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(universe=st.one_of(universes(), metric_universes()), outputs=st.none() | st.lists(st.integers(-3, 9), min_size=1, max_size=5, unique=True),
        data=st.data())
 def test_a_problem_and_its_export_read_back_whatever_the_outputs(universe, outputs, data, tmp_path_factory):
@@ -353,7 +354,7 @@ def test_graph_majorant_against_raising_along_the_rows(universe, privacy, epsilo
     np.testing.assert_allclose(graph_majorant(problem, x), _majorant_by_relaxation(problem, x), rtol=1e-12, atol=1e-300)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(universe=metric_universes(), epsilon=st.sampled_from([0.5, 2.0, 8.0]), loss=st.sampled_from(LOSSES),
        objective=st.sampled_from(["minimax", "average"]))
 def test_lp_on_metric_universes_is_exact_and_below_every_construction(universe, epsilon, loss, objective):
@@ -453,7 +454,7 @@ def _value_based_optimum_by_cvxpy(problem) -> float:
     return float(tied.value)
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(universe=universes(), epsilon=st.floats(0.2, 3.0), objective=st.sampled_from(["minimax", "average"]), data=st.data())
 def test_value_lp_is_the_best_mechanism_of_the_value(universe, epsilon, objective, data):
     """lp <= value_lp <= every value-based construction at the same measured privacy, the rows are

@@ -15,7 +15,7 @@ from dpopt.dx.statistical import joint_map_error
 from dpopt.export import ExportFileError, read_solution
 from dpopt.problem_files import load_problem
 from dpopt.validation import InvalidParameterError
-from tests.conftest import PROBLEMS
+from tests.conftest import PROBLEMS, examples
 
 
 def _random_problem(rng: np.random.Generator, attributes: int, n: int) -> dpopt.StatisticalQuery:
@@ -42,7 +42,7 @@ def _attribute_error(u: np.ndarray, d: np.ndarray, n: int, c: Any) -> np.ndarray
     return np.maximum(excess.max(axis=1) / 2, 0.0)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 100_000), attributes=st.integers(1, 3), n=st.integers(1, 6))
 def test_problem_14_equals_problem_13_over_joint_maps_at_every_scale(seed, attributes, n):
     """The cube argument: at any c > 0 the best joint map's l1 error (an LP over every pair of rows
@@ -55,7 +55,7 @@ def test_problem_14_equals_problem_13_over_joint_maps_at_every_scale(seed, attri
     assert joint == pytest.approx(separate, rel=1e-7, abs=1e-7)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 100_000), attributes=st.integers(1, 3), n=st.integers(1, 40))
 def test_exact_is_certified_never_worse_than_laplace_and_optimal_over_a_grid_of_scales(seed, attributes, n):
     problem = _random_problem(np.random.default_rng(seed), attributes, n)
@@ -69,7 +69,7 @@ def test_exact_is_certified_never_worse_than_laplace_and_optimal_over_a_grid_of_
         assert mine <= best * (1 + 2e-6) + 1e-12  # TOWARDS_ZERO where the infimum is c -> 0+
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(offset=st.sampled_from([0, 20, 500, 10_000]), steps=st.lists(st.integers(1, 9), min_size=1, max_size=4),
        n=st.integers(1, 12), epsilon=st.sampled_from([0.01, 0.1, 0.15]))
 def test_the_c_to_zero_route_is_certified_far_from_zero(offset, steps, n, epsilon):

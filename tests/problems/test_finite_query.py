@@ -10,6 +10,7 @@ from scipy.sparse import csgraph, csr_array
 import dpopt
 from dpopt.problems.finite_query import unimplied_pairs
 from dpopt.universes import graph_atlas
+from tests.conftest import examples
 
 
 @st.composite
@@ -27,7 +28,7 @@ def weighted_metrics(draw: st.DrawFn) -> np.ndarray:
     return csgraph.shortest_path(csr_array(matrix), directed=False)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(weighted_metrics())
 def test_kept_pairs_imply_every_distance(d):
     """Soundness: shortest paths over the kept pairs alone give back every d(a, b), so every

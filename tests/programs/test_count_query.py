@@ -12,6 +12,7 @@ from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.methods.count_query import worst_case_loss
 from dpopt.programs.count_query import build_gs_program, build_interaction_program
 from tests.strategies import monotone_losses, side_information
+from tests.conftest import examples
 
 TABLE1_OPTIMUM = 168 / 415  # stated in the issue; derived by hand below
 
@@ -52,7 +53,7 @@ def test_printed_table1_is_not_the_optimum():
     assert abs(float(exact_row0[0]) - printed[0, 0]) > 0.01  # 272/415 = 0.655, printed 2/3
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(
     st.integers(1, 12).flatmap(
         lambda n: st.tuples(st.just(n), st.floats(0.05, 0.95), monotone_losses(n), side_information(n))

@@ -24,6 +24,7 @@ from dpopt.programs.finite_query import (DatasetQuotient, DatasetRelaxation, Dua
                                          distance_classes, dual_weights, relaxation_lower_bound)
 from dpopt.solvers import SOLVER_OPTIONS, new_highs
 from dpopt.universes import Universe, graph_atlas
+from tests.conftest import examples
 
 
 @st.composite
@@ -79,7 +80,7 @@ def one_output_price(universe: Universe, epsilon: float, c: np.ndarray) -> float
     return lp.fun
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(universe=connected_universes(), epsilon=st.floats(0.1, 3.0),
        costs=st.lists(st.floats(-1.0, 1.0, allow_subnormal=False), min_size=7, max_size=7))
 def test_one_outputs_privacy_polytope_has_vertices_zero_and_alpha_to_pinned_exponents(universe, epsilon, costs):
@@ -161,7 +162,7 @@ def universes_and_subsets(draw) -> tuple[Universe, np.ndarray]:
     return Universe.from_edges(values, tree + [e for e in extra if e[0] != e[1]]), np.array(sorted(subset))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(case=universes_and_subsets(), epsilon=st.floats(0.2, 3.0))
 def test_the_lp_on_a_subset_of_datasets_bounds_the_optimum_and_its_pruned_pairs_lose_nothing(case, epsilon):
     """DatasetRelaxation: optimum <= the full LP's; leaving out implied pairs keeps its optimum."""
@@ -226,7 +227,7 @@ def universes_and_classes(draw) -> tuple[Universe, np.ndarray]:
     return universe, np.unique(key, axis=0, return_inverse=True)[1].ravel()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(case=universes_and_classes(), epsilon=st.floats(0.2, 3.0))
 def test_a_quotients_rows_lifted_are_private_and_bound_the_optimum_from_above(case, epsilon):
     """DatasetQuotient: its optimum >= the full LP's, and its optimal rows lifted to the datasets meet

@@ -35,6 +35,7 @@ from dpopt.programs.noise_adding import (
     window_shifts,
 )
 from dpopt.solvers import run_program
+from tests.conftest import examples
 
 
 @st.composite
@@ -51,7 +52,7 @@ def neighbouring_sets(draw: st.DrawFn) -> np.ndarray:
     return np.array(pairs)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(v=neighbouring_sets(), grid=st.integers(1, 30), window=st.integers(1, 4), epsilon=st.floats(0.05, 3.0),
        seed=st.integers(0, 2**32 - 1), noise=st.sampled_from([0.0, 1e-6, 0.3]), direct_run=st.sampled_from([1, 4, DIRECT_RUN]))
 def test_table_rows_take_the_same_values_as_one_row_per_pair(v, grid, window, epsilon, seed, noise, direct_run):
@@ -82,7 +83,7 @@ def test_table_rows_take_the_same_values_as_one_row_per_pair(v, grid, window, ep
     assert np.max(rows @ z) == pytest.approx(max(np.max(pairs), 0.0), rel=1e-12, abs=1e-15)
 
 
-@settings(max_examples=20)
+@settings(max_examples=examples(20))
 @given(v=neighbouring_sets(), grid=st.integers(8, 60), window=st.integers(1, 3), epsilon=st.floats(0.1, 2.0),
        power=st.sampled_from([1, 2]), direct_run=st.sampled_from([1, 4, DIRECT_RUN]))
 def test_the_table_lp_has_the_optimum_of_the_lp_with_one_row_per_pair(v, grid, window, epsilon, power, direct_run):
@@ -99,7 +100,7 @@ def test_the_table_lp_has_the_optimum_of_the_lp_with_one_row_per_pair(v, grid, w
     assert built.program.value == pytest.approx(direct.value, rel=1e-8)
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(v=neighbouring_sets(), grid=st.integers(1, 12), window=st.integers(1, 3), epsilon=st.floats(0.05, 3.0),
        seed=st.integers(0, 2**32 - 1), noise=st.sampled_from([0.0, 1e-9, 1e-4, 0.5]))
 def test_repair_weight_without_the_pair_matrix_is_the_matrix_one(v, grid, window, epsilon, seed, noise):
@@ -124,7 +125,7 @@ def test_a_wide_interval_takes_a_few_rows_per_cell():
 
 # --- the integer window LP (noise_adding with an integer sensitivity) ----------------------
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(delta=st.integers(1, 12), extra=st.integers(0, 20), epsilon=st.floats(0.05, 5.0), seed=st.integers(0, 2**32 - 1),
        noise=st.sampled_from([0.0, 1e-6, 0.3]), direct_run=st.sampled_from([1, 3, DIRECT_RUN]))
 def test_window_rows_take_the_same_values_as_one_row_per_value_and_shift(delta, extra, epsilon, seed, noise, direct_run):
@@ -142,7 +143,7 @@ def test_window_rows_take_the_same_values_as_one_row_per_value_and_shift(delta, 
     assert np.max(rows @ z) == pytest.approx(max(np.max(privacy_matrix(m, delta, alpha) @ p), 0.0), rel=1e-12, abs=1e-15)
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(delta=st.integers(1, 12), extra=st.integers(0, 12), epsilon=st.floats(0.05, 5.0), seed=st.integers(0, 2**32 - 1),
        noise=st.sampled_from([1e-9, 1e-4, 0.5]))
 def test_window_repair_without_the_pair_matrix_is_the_matrix_one(delta, extra, epsilon, seed, noise):
@@ -157,7 +158,7 @@ def test_window_repair_without_the_pair_matrix_is_the_matrix_one(delta, extra, e
     np.testing.assert_allclose(repaired, expected, rtol=1e-9, atol=1e-300)
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(delta=st.integers(1, 5), extra=st.integers(0, 6), epsilon=st.floats(0.1, 20.0), seed=st.integers(0, 2**32 - 1),
        spread=st.sampled_from([1e-12, 1e-3, 1.0, 30.0]))
 def test_the_majorant_window_is_the_max_plus_closure_by_its_definition(delta, extra, epsilon, seed, spread):

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpopt.programs.range_max import Line, line_privacy_rows, offset_runs, range_blocks
+from tests.conftest import examples
 
 
 def block_maxima(values: np.ndarray, levels: int) -> list[np.ndarray]:
@@ -20,7 +21,7 @@ def test_offset_runs():
     assert offset_runs(np.zeros(0)).shape == (0, 2)
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(size=st.integers(1, 80), lo=st.integers(-90, 90), length=st.integers(1, 90))
 def test_two_blocks_cover_exactly_each_targets_range(size, lo, length):
     hi = lo + length - 1
@@ -31,7 +32,7 @@ def test_two_blocks_cover_exactly_each_targets_range(size, lo, length):
         assert set(range(one, one + (1 << level))) | set(range(two, two + (1 << level))) == expected[b]
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(size=st.integers(1, 40), offsets=st.sets(st.integers(-30, 30).filter(bool), min_size=1, max_size=40),
        direct_run=st.sampled_from([1, 2, 5]), small=st.sampled_from([1.0, 0.5]), seed=st.integers(0, 2**32 - 1))
 def test_a_point_is_feasible_iff_every_pair_is(size, offsets, direct_run, small, seed):
@@ -45,7 +46,7 @@ def test_a_point_is_feasible_iff_every_pair_is(size, offsets, direct_run, small,
     assert bool(np.all(rows @ np.concatenate([p, *block_maxima(p, table.levels)]) <= 0)) == pairs_hold
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(size=st.integers(1, 50), offsets=st.sets(st.integers(-40, 40).filter(bool), min_size=1, max_size=60),
        direct_run=st.sampled_from([1, 2, 5, 64]))
 def test_the_rows_bound_each_cell_by_exactly_its_partners(size, offsets, direct_run):

@@ -14,6 +14,7 @@ from dpopt.programs.column_generation.pricing import price_zero_one
 from dpopt.programs.column_generation.result import evaluated
 from dpopt.programs.zero_one_flow import remap_from_flows, solve_flow_by_sweep, solve_flow_program
 from tests.strategies import side_information
+from tests.conftest import examples
 
 
 def _random_flows(n, alpha, rng):
@@ -38,7 +39,7 @@ def _random_flows(n, alpha, rng):
     return supply, right, left, kept
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(st.integers(1, 30), st.floats(0.05, 0.999), st.integers(0, 2**32 - 1))
 def test_the_decomposed_remap_gives_each_output_what_the_flow_leaves_it(n, alpha, seed):
     supply, right, left, kept = _random_flows(n, alpha, np.random.default_rng(seed))
@@ -68,7 +69,7 @@ def test_without_opposite_flows_the_diagonal_is_exactly_what_is_kept():
     np.testing.assert_allclose(np.einsum("ir,ri->i", geometric_matrix(n, alpha), remap), kept, rtol=1e-13)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(1, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.05, 0.999), side_information(n))))
 def test_the_flow_route_equals_the_gs_lp_and_column_generation(case):
     n, alpha, s = case
@@ -140,7 +141,7 @@ def test_an_uncertified_flow_hands_its_support_to_column_generation(monkeypatch)
     assert result.upper_bound == pytest.approx(original(problem)[0].upper_bound, rel=1e-9)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(1, 60).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.02, 0.999), side_information(n))))
 def test_the_sweep_solves_the_flow_lp_and_its_slopes_certify_it(case):
     # the same LP through HiGHS's dual simplex (an independent route); the sweep's duals,

@@ -9,6 +9,7 @@ from scipy import sparse
 import dpopt
 from dpopt.mechanisms.geometric import column_weights
 from dpopt.programs.column_generation import closed_forms, pricing, solve_by_column_generation
+from tests.conftest import examples
 
 
 @pytest.mark.parametrize(("n", "alpha"), [(80, 0.5), (100, 0.6)])
@@ -33,7 +34,7 @@ def test_the_identity_certificate_declines_where_g_is_not_certified():
 # -- interior-point masters (Clarabel, no basis) ---------------------------------------------
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(1, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.05, 0.95), st.sampled_from(["absolute", "zero_one", "squared"]),
                                                       st.lists(st.integers(0, n), min_size=2, max_size=2, unique=True))))
 def test_two_counts_in_closed_form_equal_the_gs_lp(case):

@@ -10,6 +10,7 @@ import dpopt
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.programs.column_generation import form_for, forms
 from tests.programs.column_generation.examples import NAMED, capped_table, random_remap
+from tests.conftest import examples
 
 
 def assert_rows_are_the_exact_losses(problem: dpopt.CountQuery, form, t: np.ndarray) -> None:
@@ -52,7 +53,7 @@ class _CumulativeOnS(forms._CumulativeAbsoluteForm):
     CHAINS_ALWAYS_ON_S = True  # chains on S whatever S is: every gap jumped in one step
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(1, 24).flatmap(lambda n: st.tuples(
     st.just(n), st.floats(0.05, 0.999), st.lists(st.integers(0, n), min_size=1, unique=True),
     st.booleans(), st.integers(0, 2**32 - 1))))

@@ -11,6 +11,7 @@ from dpopt.mechanisms.geometric import geometric_rows
 from dpopt.programs.column_generation import game, solve_by_column_generation
 from dpopt.programs.column_generation.pricing import price_columns
 from tests.strategies import side_information
+from tests.conftest import examples
 
 
 def _instance(draw, low_n=1, high_n=40):
@@ -20,7 +21,7 @@ def _instance(draw, low_n=1, high_n=40):
     return n, alpha, np.array(support)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(st.data())
 def test_remap_losses_equal_the_dense_sum(data):
     n, alpha, support = _instance(data.draw)
@@ -29,7 +30,7 @@ def test_remap_losses_equal_the_dense_sum(data):
     assert game.remap_losses(targets, alpha, support) == pytest.approx(dense, rel=1e-9, abs=1e-9)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(st.data())
 def test_the_best_reply_is_the_pricings_row_minimiser(data):
     """Same column, or (a near tie, where the two routes round differently) the same row cost."""
@@ -70,7 +71,7 @@ def test_the_game_applies_where_it_was_measured_to_pay(problem, applies):
     assert game.game_applies(problem) is applies
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.data())
 def test_column_generation_from_the_game_equals_the_gs_lp(data):
     """With the game on at every size, the certified optimum is the LP's (small n, alpha >= 0.8)."""

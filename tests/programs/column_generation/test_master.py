@@ -11,6 +11,7 @@ from scipy import sparse
 import dpopt
 from dpopt.programs.column_generation import form_for, forms, master as masters, solve as loop, solve_by_column_generation
 from tests.programs.column_generation.examples import NAMED, capped_table
+from tests.conftest import examples
 
 
 @pytest.mark.parametrize("loss", NAMED + ["table"])
@@ -137,7 +138,7 @@ def _highs_matrix(master: masters.Master) -> sparse.csc_array:
                             shape=(lp.num_row_, lp.num_col_))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(6, 50), st.floats(0.5, 0.97), st.sampled_from(["absolute", "squared", "zero_one"]), st.integers(0, 2**32 - 1),
        st.integers(1, 3))
 def test_the_folded_interior_master_has_the_full_masters_optimum(n, alpha, loss, seed, band):
@@ -179,7 +180,7 @@ def test_a_symmetric_gapped_s_reaches_the_same_optimum_by_folded_interior_master
     assert interior.mechanism.certificate(problem.epsilon).ok and remap.min() >= 0
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.integers(20, 60), st.floats(0.8, 0.97), st.sampled_from(["absolute", "squared"]), st.integers(0, 10), st.integers(0, 10))
 def test_interior_masters_reach_the_certified_optimum_of_the_simplex_route(n, alpha, loss, cut_low, cut_high):
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information={"lower": cut_low, "upper": n - cut_high})
@@ -274,7 +275,7 @@ def test_only_a_mirror_symmetric_problem_is_folded():
     assert not symmetric.install_basis(basis)  # a predicted basis is not mirror-symmetric: refused
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(6, 50), st.floats(0.3, 0.97), st.sampled_from(NAMED), st.integers(0, 2**32 - 1), st.integers(0, 2),
        st.sampled_from(["primal", "ipm", "interior"]))
 def test_a_folded_master_has_the_full_masters_optimum(n, alpha, loss, seed, band, strategy):

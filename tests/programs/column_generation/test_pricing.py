@@ -13,9 +13,10 @@ from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.programs.column_generation import forms, pricing, starts
 from tests.programs.column_generation.examples import NAMED
 from tests.strategies import monotone_losses, side_information
+from tests.conftest import examples
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(
     st.integers(1, 12).flatmap(
         lambda n: st.tuples(
@@ -68,7 +69,7 @@ def test_the_median_pricing_equals_the_dense_costs_where_kernel_weights_underflo
     _check_pricing(pricing.price_columns(problem, lam, master), costs, master, np.abs(costs).max() + 1)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(st.integers(1, 30).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.05, 0.99), side_information(n), st.integers(0, 2**32 - 1))))
 def test_absolute_loss_rows_are_priced_best_at_the_side_neighbours_or_beyond(case):
     """Why the first master holds side_neighbours: for any multipliers on S every row has a

@@ -11,9 +11,10 @@ from dpopt.losses import loss_table
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.programs.column_generation import pricing, side_information as sides, solve as loop, solve_by_column_generation
 from dpopt.validation import SolverError
+from tests.conftest import examples
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.integers(3, 30).flatmap(
         lambda n: st.tuples(st.just(n), st.floats(0.05, 0.95), st.sampled_from(["absolute", "squared", "zero_one"]),
@@ -59,7 +60,7 @@ def test_the_hull_embedding_is_the_hull_mechanism_on_s(loss):
     assert np.count_nonzero(remap[:low + 1]) + np.count_nonzero(remap[high:]) <= (low + 1) + (n + 1 - high) + end_entries
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30).filter(lambda w: sum(w) > 0),
        st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=12))
 def test_spread_rows_average_to_the_distribution(weights, masses):
@@ -206,7 +207,7 @@ def test_bridge_columns_hold_only_the_rows_deep_inside_a_gap():
     assert (counts[1101:] == 1).all()
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(st.sampled_from(["absolute", "squared"]), st.floats(0.5, 0.9), st.integers(0, 2**32 - 1))
 def test_bridged_clusters_equal_the_whole_problem(loss, alpha, seed):
     rng = np.random.default_rng(seed)

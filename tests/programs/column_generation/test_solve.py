@@ -11,9 +11,10 @@ from dpopt.programs.column_generation import forms, master as masters, solve_by_
 from dpopt.validation import SolverError
 from tests.programs.column_generation.examples import NAMED
 from tests.strategies import monotone_losses, side_information
+from tests.conftest import examples
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(
     st.integers(1, 25).flatmap(
         lambda n: st.tuples(
@@ -117,7 +118,7 @@ def test_initial_columns_reach_the_hull_problems_first_master():
     assert with_initial.lower_bound <= with_initial.upper_bound
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.integers(1, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.998, 0.9995), side_information(n))))
 def test_the_cumulative_absolute_form_equals_the_gs_lp(case):
     """Absolute loss from a noise scale of 500 on goes through the four-chain master form
@@ -144,7 +145,7 @@ def test_both_absolute_forms_certify_the_same_optimum_from_a_coarse_start(side, 
     assert cumulative.upper_bound == pytest.approx(old.upper_bound, rel=2e-9)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(2, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.05, 0.97), st.sampled_from(NAMED), side_information(n))))
 def test_a_folded_master_certifies_the_gs_lp_optimum_on_a_symmetric_s(case):
     """S closed under i <-> n - i: the loop holds its master folded onto mirror-symmetric remaps."""

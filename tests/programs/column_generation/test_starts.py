@@ -12,6 +12,7 @@ from dpopt.losses import loss_table
 from dpopt.mechanisms.geometric import geometric_matrix
 from dpopt.programs.column_generation import forms, master as masters, solve as loop, solve_by_column_generation, starts
 from tests.programs.column_generation.examples import random_remap
+from tests.conftest import examples
 
 
 def _rounded(t):
@@ -26,7 +27,7 @@ def _rounded(t):
     return out
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(st.integers(2, 15), st.floats(0.05, 0.99), st.sampled_from(["absolute", "squared"]), st.integers(0, 2**32 - 1))
 def test_rounding_each_row_to_its_mean_never_raises_a_rows_loss(n, alpha, loss, seed):
     # why the coarse start predicts only the row means: for losses convex in the output,
@@ -100,7 +101,7 @@ def test_the_end_rows_get_columns_further_inward_for_absolute_loss():
     assert result.rounds == 1 and result.relative_gap <= 1e-9  # four rounds without the inward columns
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(st.integers(1, 12), st.integers(0, 5), st.lists(st.floats(0, 60), min_size=3, max_size=3), st.integers(0, 4))
 def test_columns_between_windows_cover_every_window_without_gaps(k, w, means, row):
     offsets = np.arange(-w, w + 2)
@@ -155,7 +156,7 @@ def test_the_widened_start_is_kept_to_squared_loss_on_regular_s_at_its_target_fa
 
 
 @pytest.mark.slow
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(st.integers(600, 900), st.floats(0.95, 0.995), st.sampled_from([1, 2]))
 def test_the_widened_start_never_changes_the_certified_optimum(n, alpha, period):
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss="squared", side_information=list(range(0, n + 1, period)))
@@ -165,7 +166,7 @@ def test_the_widened_start_never_changes_the_certified_optimum(n, alpha, period)
 
 
 @pytest.mark.slow
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(st.integers(400, 700), st.floats(0.95, 0.995), st.sampled_from(["absolute", "squared"]), st.integers(0, 150), st.integers(0, 150))
 def test_the_coarse_start_never_changes_the_certified_optimum(n, alpha, loss, cut_low, cut_high):
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information={"lower": cut_low, "upper": n - cut_high})
