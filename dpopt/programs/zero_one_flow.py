@@ -233,11 +233,27 @@ def solve_flow_by_sweep(problem: CountQuery) -> FlowSolution | None:
         return None
     weights = _slopes(*above, alpha, in_s)  # the duals of the piece just above the optimum
     lam = np.where(in_s, weights, 0.0)
-    flow = _least_flows(g, wanted, low, alpha)  # at the feasible v just below it
+    for v in low * (1.0 - np.array(FLOW_BACKOFFS)):  # at the feasible v just below it, or a hair lower
+        flow, overdrawn = _least_flows(g, wanted, v, alpha)
+        if overdrawn <= OVERDRAW_TOLERANCE * float(supply.max()):
+            break
     right = np.clip(flow, 0.0, None)
     left = np.concatenate([[0.0], np.clip(-flow, 0.0, None)])
-    return FlowSolution(value=low, right=right, left=left, lam=lam / lam.sum(), supply=supply,
+    return FlowSolution(value=float(v), right=right, left=left, lam=lam / lam.sum(), supply=supply,
                         seconds=time.perf_counter() - start)
+
+
+#: Relative steps below the bracket's feasible end at which :func:`solve_flow_by_sweep` reads
+#: the flows, first to last, until :func:`_least_flows` overdraws no node by more than
+#: :data:`OVERDRAW_TOLERANCE`. On pieces of slope ~alpha^-n the bracket's end is feasible
+#: for the left-to-right sweep by an ulp while the mirrored sweep of the right part finds an
+#: ulp's deficit, grown by 1 / alpha a step: at n = 39, alpha = 0.095 (explore profile)
+#: node 0 was asked for 1.8e6 with 1.1 to give, and its row lost everything (worst loss 1.0
+#: against the optimum 0.0867; the route then fell back to column generation). 1e-15 lower,
+#: both sweeps have slack to spare and the remap is within 1e-15 of the optimum.
+FLOW_BACKOFFS = (0.0, 1e-15, 1e-14, 1e-13, 1e-12)
+#: Largest overdraw (in units of the largest supply) :func:`_least_flows` may leave: rounding.
+OVERDRAW_TOLERANCE = 1e-12
 
 
 def _sweep(g: list[float], wanted: list[bool], v: float, alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -261,8 +277,9 @@ def _holds(own: float, carried: float, alpha: float) -> float:
     return own + (alpha * carried if carried > 0.0 else carried)
 
 
-def _least_flows(g: list[float], wanted: list[bool], v: float, alpha: float) -> np.ndarray:
-    """Net flows ``f_j`` across edges (j, j+1) at a feasible v that move no more value than needed.
+def _least_flows(g: list[float], wanted: list[bool], v: float, alpha: float) -> tuple[np.ndarray, float]:
+    """Net flows ``f_j`` across edges (j, j+1) at a feasible v that move no more value than needed,
+    and the largest overdraw (``least - most`` below) they leave a node with.
 
     The sweep's own flows send every surplus right as far as it goes, so every count's
     value would travel (worth alpha^k after k steps) and T would spread each row along
@@ -276,16 +293,17 @@ def _least_flows(g: list[float], wanted: list[bool], v: float, alpha: float) -> 
     """
     spare = _sweep(g[::-1], wanted[::-1], v, alpha)[1][::-1][1:]  # H_j for the edges j = 0..n-1
     flows = np.zeros(len(g) - 1)
-    carried = 0.0
+    carried, overdrawn = 0.0, 0.0
     for j in range(len(g) - 1):
         s = _holds(g[j] - v if wanted[j] else g[j], carried, alpha)
         most, least = (s if s >= 0.0 else s / alpha), -spare[j]
-        # least > most only by rounding, where both sides are tight: follow the right part's
-        # plan (node j overdrawn by an ulp); taking ``most`` instead would ask the right part
-        # for an ulp more than it has, a shortfall that grows by 1 / alpha a step
+        # least > most by rounding where both sides are tight: follow the right part's plan
+        # (node j overdrawn by an ulp); taking ``most`` instead would ask the right part for an
+        # ulp more than it has, a shortfall that grows by 1 / alpha a step
+        overdrawn = max(overdrawn, least - most)
         carried = least if least > most else max(least, min(0.0, most))
         flows[j] = carried
-    return flows
+    return flows, overdrawn
 
 
 def _slopes(held: np.ndarray, flow: np.ndarray, alpha: float, in_s: np.ndarray) -> np.ndarray:

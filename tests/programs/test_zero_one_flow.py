@@ -83,6 +83,8 @@ def test_the_flow_route_equals_the_gs_lp_and_column_generation(case):
     assert full.within(1e-9, 1e-10)
     if len(problem.support) == 2:  # two counts come before the flow: the threshold remap (closed form)
         assert full.route.startswith("two counts")
+    elif full.route == "identity certificate":  # so does the identity, when S is every count (explore: n = 18, alpha = 0.05)
+        assert len(problem.support) == n + 1
     else:
         assert (full.route == "zero-one flow") == closed
     on_hull = loop.solve_by_column_generation(problem)  # (solves the problem on the hull of S)
@@ -178,6 +180,7 @@ def test_the_sweep_keeps_every_row_it_promises():
 @pytest.mark.parametrize("n, alpha, s", [
     (51, 0.08184397914605299, [0, 12, 25, 33, 47, 51]),  # a piece of slope ~alpha^-n: Newton stalled on it
     (43, 0.1642038493578707, [4, 6, 31]),  # no float v near the root sweeps feasible on the piece above it
+    (39, 0.0948608647051267, [0, 18, 20, 25, 26, 38]),  # the flows at the bracket's end overdrew node 0 by 1.8e6
 ])
 def test_the_sweep_brackets_where_newton_stalls(n, alpha, s):
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss="zero_one", side_information=s)
