@@ -158,3 +158,16 @@ def test_a_vanishing_optimum_is_reported_at_or_above_its_certified_lower_bound()
     solution = dpopt.solve(dpopt.CountQuery(n=8000, alpha=0.827, loss="squared", side_information=[1000, 7000]), "factored")
     assert solution.certificate.ok
     assert 0.0 <= solution.details["lower_bound"] <= solution.objective <= 1e-200
+
+
+@pytest.mark.parametrize("loss, floor", [("squared", 0.0), ("absolute", 0.0), (np.abs(np.subtract.outer(np.arange(21), np.arange(21))) + 1.0, 1.0)],
+                         ids=["squared", "absolute", "table"])
+def test_a_single_count_of_side_information_is_answered_surely_with_a_zero_gap(loss, floor):
+    """S = {10}: the optimum is the cheapest output's loss, reached by always answering 10. The
+    Lagrangian bound alone came out a rounding below it (-3.9e-15 against 0), so the reported
+    relative gap was infinite (explore profile); the cheapest output's loss is a bound too."""
+    problem = dpopt.CountQuery(n=20, alpha=0.80078125, loss=loss, side_information={"lower": 10, "upper": 10})
+    solution = dpopt.solve(problem, "factored")
+    assert solution.objective == pytest.approx(floor, abs=1e-12)
+    assert solution.details["lower_bound"] >= floor and solution.details["relative_gap"] <= 1e-12
+    assert solution.exact and solution.certificate.ok
