@@ -490,3 +490,16 @@ def test_value_lp_with_one_value_releases_it():
     solution = dpopt.solve(problem, "value_lp")
     assert solution.certificate.ok and solution.objective == 0.0
     np.testing.assert_array_equal(solution.mechanism.to_numpy(), [[0, 1, 0]] * 3)
+
+
+def test_a_zero_optimum_reports_a_zero_gap():
+    """Datasets 0 and 1 (distance 0) share their value and dataset 2 has no neighbour: every dataset
+    releases its value surely, at loss 0. The LP's bound came out a rounding below 0 and the
+    gap relative to the objective 0 was reported as 8.9e284 (explore profile); the cheapest
+    outputs' loss is a bound as well."""
+    universe = {"type": "explicit", "values": [2.75, 2.75, 5], "metric": [[0.0, 0.0, 1.25], [0.0, 0.0, 1.25], [1.25, 1.25, 0.0]]}
+    for objective in ("average", "minimax"):
+        solution = dpopt.solve(dpopt.FiniteQuery(universe=universe, epsilon=0.5, loss="squared", objective=objective), "lp")
+        assert solution.objective == pytest.approx(0.0, abs=1e-12)
+        assert solution.details["lower_bound"] == 0.0 and solution.details["optimality_gap"] <= 1e-12
+        assert solution.exact and solution.certificate.ok
