@@ -158,10 +158,7 @@ def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution
     x, details, solver_name = _optimal_rows(problem, solver)
     x, cert = _certified(problem, x, repair)
     solution = _solution(problem, x, cert, exact=True, method="lp", solver=solver_name, status="optimal", details=details)
-    below = max(details.get("lower_bound", details["solver_objective"]), _cheapest_outputs_bound(problem))
-    if "lower_bound" in details:
-        solution.details["lower_bound"] = below
-    objective = solution.objective
+    objective, below = solution.objective, details.get("lower_bound", details["solver_objective"])
     solution.details["optimality_gap" if "lower_bound" in details else "repair_gap"] = (objective - below) / max(abs(objective), 1e-300)
     # an objective far below the losses (2e-13 against losses up to 2.5 at epsilon = 15, where
     # the optimum is of order alpha^4) is judged by the absolute gap: 1e-9 of the largest loss
@@ -193,7 +190,8 @@ def _optimal_rows(problem: FiniteQuery, solver: str | None) -> tuple[np.ndarray,
         info = run_program(program.program, solver=solver, owner="finite_query lp")
         return program.x.value, {"solver_objective": info.objective}, info.solver
     result = solve_finite_lp(problem)
-    details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows, "lower_bound": result.lower_bound,
+    lower_bound = max(result.lower_bound, _cheapest_outputs_bound(problem))
+    details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows, "lower_bound": lower_bound,
                "lower_bound_datasets": result.bound_datasets, "quotient_classes": result.quotient_classes}
     return result.mechanism, details, "HIGHS"
 
