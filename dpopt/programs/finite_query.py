@@ -66,8 +66,8 @@ still not met (see ``benchmarks/finite_query.py``).
   explore profile of ``tests/programs/test_finite_query.py`` found a smaller price on the
   tree 4-2-0-1, 0-3 (g = 2, 1, 1, 3, 0 on datasets 0..4: dataset 1 is a local maximum of
   v below 1, pinned through its neighbour), and the test now enumerates the g above. So
-  pricing is an LP whose optimum reads off an exact column. Pricing is cheap (16 outputs x 156 classes:
-  0.03 s a round), but the master's m row-sum equalities are met only through nearly
+  pricing is an LP whose optimum reads off an exact column. Pricing is cheap (16 outputs x
+  156 classes: 0.03 s a round), but the master's m row-sum equalities are met only through nearly
   constant columns: from a pool of 365 level-set columns (A = outputs within j of r, f >= r,
   f <= r) the 6-node master stayed at a constant mechanism's 10.0 for 76 rounds (optimum
   2.55) and HiGHS needed up to 100 s for single re-solves of that degenerate master.
