@@ -185,6 +185,15 @@ def test_lemma_9_bounds_the_utility_sensitivity(p, r, data):
     assert direct <= lemma9_bound(p, deltas, lows, [lo + w for lo, w in zip(lows, widths)]) * (1 + 1e-12)
 
 
+def test_lemma_9_bound_where_the_sensitivity_window_crosses_zero():
+    """[-2.5, 2.5], Delta = 5, p = 3: s = 2.5, s' = -2.5 gives |s^i - s'^i| = 2 * 2.5^i for odd i,
+    and Delta_u = 5^3 = 125; the bound stopped s' at 0 and gave 109.375 (explore profile).
+    The bound by hand: 3 * 2.5^2 * 5 + 3 * 2.5 * 2.5^2 + 2 * 2.5^3 = 171.875."""
+    assert utility_sensitivity(3, 5.0, 5.0) == 125.0
+    assert lemma9_bound(3, [5.0], [-2.5], [2.5]) == pytest.approx(171.875, rel=1e-15)
+    assert lemma9_bound(3, [1.0], [3.0], [5.0]) == pytest.approx(3 * 25 * 1 + 3 * 5 * (25 - 16) + (125 - 64), rel=1e-15)
+
+
 # -- the truncated GG mechanism in r dimensions (Liu Definition 4, Eq. 8) -------------------
 
 
