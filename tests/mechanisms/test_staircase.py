@@ -1,5 +1,6 @@
 """Staircase mechanism: optimal gamma, density, sampler, discrete version."""
 
+from decimal import Decimal, getcontext
 from fractions import Fraction
 
 import numpy as np
@@ -41,6 +42,23 @@ def test_optimal_gamma_minimises_the_exact_cost(epsilon, cost):
         bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-12},
     )
     assert optimal_gamma(epsilon, cost) == pytest.approx(best.x, abs=1e-6)
+
+
+def _geng_viswanath_squared_gamma(epsilon: float) -> Decimal:
+    """Geng-Viswanath's formula for the squared cost, as printed, in 60-digit decimal arithmetic."""
+    getcontext().prec = 60
+    b = (-Decimal(epsilon)).exp()
+    third = Decimal(1) / 3
+    return -b / (1 - b) + (b - 2 * b**2 + 2 * b**4 - b**5) ** third / (Decimal(2) ** third * (1 - b) ** 2)
+
+
+@pytest.mark.parametrize("epsilon", [1e-9, 1e-7, 1e-5, 1e-3, 0.1, 1.0, 5.0, 30.0])
+def test_squared_gamma_keeps_its_digits_at_small_epsilon(epsilon):
+    """The printed formula's two terms are ~1/epsilon and cancel to ~1/2: in floats it was 4.5e-5 off
+    at epsilon = 1e-3 and -1911 at 1e-5 (StaircaseMechanism then refused its own gamma)."""
+    assert optimal_gamma(epsilon, "squared") == pytest.approx(float(_geng_viswanath_squared_gamma(epsilon)), rel=1e-14)
+    mech = StaircaseMechanism(sensitivity=1.0, epsilon=epsilon, cost="squared")
+    assert 0.0 < mech.gamma <= 0.5
 
 
 @pytest.mark.parametrize("gamma", [0.0, 0.3, 1.0])
