@@ -42,9 +42,13 @@ def test_two_counts_in_closed_form_equal_the_gs_lp(case):
     problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information=sorted(pair))
     result = closed_forms.two_count_threshold(problem) if loss != "squared" else closed_forms.two_count_bisection(problem)
     assert result is not None and result.within(1e-12, 1e-15)
-    lp = dpopt.solve(problem, "lp")  # an independent route: the direct GS LP
-    assert result.upper_bound == pytest.approx(lp.details["solver_objective"], rel=1e-8, abs=1e-9)
-    assert result.lower_bound <= lp.objective * (1 + 1e-9) + 1e-9
+    # independent routes: the consumer LP on G (well scaled), and the direct GS LP, whose solver
+    # objective sat 2.6e-8 above the optimum at n = 22, alpha = 0.24 (explore profile; README, "Accuracy")
+    interaction = dpopt.solve(problem, "interaction")
+    assert result.upper_bound == pytest.approx(interaction.details["solver_objective"], rel=1e-8, abs=1e-9)
+    lp = dpopt.solve(problem, "lp")
+    assert result.upper_bound == pytest.approx(lp.details["solver_objective"], rel=1e-7, abs=1e-9)
+    assert result.lower_bound <= min(lp.objective, interaction.objective) * (1 + 1e-9) + 1e-9
     assert result.mechanism.certificate(problem.epsilon).ok
     if loss != "squared":  # every row maps to the two counts, at most one row split
         remap = result.mechanism.remap.toarray()

@@ -73,7 +73,7 @@ def test_spread_rows_average_to_the_distribution(weights, masses):
     assert vals.min() >= 0
     target = np.zeros(100)
     target[columns] = np.array(masses) / np.sum(masses)
-    np.testing.assert_allclose(weights @ t / weights.sum(), target, atol=1e-12)
+    np.testing.assert_allclose((weights / weights.sum()) @ t, target, atol=1e-12)  # (weights @ t underflows at w = [5e-324])
     assert rows.size <= weights.size + len(masses)
 
 
