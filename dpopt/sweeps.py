@@ -29,7 +29,6 @@ import json
 import math
 import multiprocessing
 import os
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -46,11 +45,12 @@ import numpy as np
 
 from dpopt.lazy_modules import pandas as pd
 from dpopt.limits import MAX_TIMEOUT
+from dpopt.process_lifetime import die_with_parent, exit_when_gone
 from dpopt.problem_files import problem_from_dict
 from dpopt.sweep_files import MAX_CELLS, OWNER, RESULT_COLUMNS, Cell, Sweep, load_sweep, sweep_from_dict
 from dpopt.validation import InvalidParameterError, check_int, check_real, fail
 
-__all__ = ["MAX_CELLS", "Cell", "Sweep", "load_sweep", "run_sweep", "solve_cell", "isolation_context", "exit_when_gone", "die_with_parent", "sweep", "sweep_from_dict"]
+__all__ = ["MAX_CELLS", "Cell", "Sweep", "load_sweep", "run_sweep", "solve_cell", "isolation_context", "sweep", "sweep_from_dict"]
 
 #: Rows per Parquet part file (and per progress update in worker mode) ...
 BATCH = 64
@@ -388,28 +388,6 @@ def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool, reco
                 raise
 
 
-def die_with_parent() -> None:
-    """Ask the kernel to kill this process when its parent ends (Linux ``PR_SET_PDEATHSIG``).
-
-    A child inside a solver's C++ code runs no Python, so a watching thread
-    (:func:`exit_when_gone`) cannot stop it: sweep workers whose driver was killed solved on
-    for minutes. Used by pool workers, a cell's or a method's own process (whose parent is
-    multiprocessing's fork server, which ends with the driver) and the HiGHS children.
-    Elsewhere (no ``prctl``) nothing changes.
-    """
-    parent = os.getppid()
-    try:
-        import ctypes
-        import signal
-
-        if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) != 0:  # 1: PR_SET_PDEATHSIG
-            return
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent ended before the request was made
-        os._exit(1)
-
-
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
     """Kill a process pool's workers and drop its queued cells (leaving the ``with`` then waits for nothing)."""
     workers = getattr(pool, "_processes", None) or {}  # not public API: where it is absent, only the queue is dropped
@@ -441,22 +419,6 @@ def _reset_peak_resident() -> int | None:
         return None
     sizes = _resident_bytes()
     return sizes[0] if sizes else None
-
-
-def exit_when_gone(driver: int, every: float = 0.5) -> None:
-    """End this process when the sweep's driver has ended (killed outright, its cells must not run on)."""
-
-    def watch() -> None:
-        while True:
-            time.sleep(every)
-            try:
-                os.kill(driver, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            except PermissionError:  # alive, someone else's: not ours to judge
-                pass
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 def _isolated_cell(problem: dict[str, Any], method: str, key: str, memory: bool, record: tuple[str, ...], connection: Any,
