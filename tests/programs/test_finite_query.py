@@ -27,6 +27,10 @@ from dpopt.universes import Universe, graph_atlas
 from tests.conftest import examples
 
 
+#: scipy's HiGHS at dpopt's tolerances (its defaults are 1e-7) for the oracle LPs below.
+TIGHT = {"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tolerance": 1e-10}
+
+
 @st.composite
 def connected_universes(draw) -> Universe:
     m = draw(st.integers(2, 7))
@@ -74,8 +78,7 @@ def one_output_price(universe: Universe, epsilon: float, c: np.ndarray) -> float
     rows[np.arange(len(pairs)), pairs[:, 0]] = 1.0
     rows[np.arange(len(pairs)), pairs[:, 1]] = -np.exp(epsilon)
     # tolerances below HiGHS's 1e-7 defaults: a cost of 1e-7 on one entry is otherwise dual-feasible noise
-    lp = linprog(c, A_ub=rows, b_ub=np.zeros(len(pairs)), bounds=[(0.0, 1.0)] * m, method="highs",
-                 options={"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tolerance": 1e-10})
+    lp = linprog(c, A_ub=rows, b_ub=np.zeros(len(pairs)), bounds=[(0.0, 1.0)] * m, method="highs", options=TIGHT)
     assert lp.status == 0
     return lp.fun
 
@@ -147,7 +150,8 @@ def _minimax_solution(loss: np.ndarray, pairs: np.ndarray, log_bounds: np.ndarra
     worst = sparse.csr_array(np.c_[np.kron(np.eye(m), np.ones((1, k))) * loss.ravel(), -np.ones(m)])
     sums = sparse.csr_array(np.c_[np.kron(np.eye(m), np.ones((1, k))), np.zeros(m)])
     lp = linprog(np.r_[np.zeros(n), 1.0], A_ub=sparse.vstack([privacy, worst]), b_ub=np.zeros(q.size + m),
-                 A_eq=sums, b_eq=np.ones(m), bounds=[(0, None)] * n + [(None, None)], method="highs")
+                 A_eq=sums, b_eq=np.ones(m), bounds=[(0, None)] * n + [(None, None)], method="highs",
+                 options=TIGHT)  # HiGHS's 1e-7 defaults: two forms of one LP 1.7e-7 apart at eps = 3 (explore profile)
     assert lp.status == 0
     return float(lp.fun), lp.x[:n].reshape(m, k)
 
