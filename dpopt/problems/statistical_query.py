@@ -28,6 +28,10 @@ import numpy as np
 from dpopt.limits import MAX_MAGNITUDE
 from dpopt.validation import check_array, check_choice, check_int, check_real, fail
 
+#: Smallest budget a pair of attribute values may get (epsilon_i times its distance): value gaps
+#: are at most 2 MAX_MAGNITUDE, and gap / budget must stay far below the largest float.
+MIN_PAIR_BUDGET = 1e-280
+
 __all__ = ["BUDGETS", "MAX_ATTRIBUTES", "MAX_ATTRIBUTE_VALUES", "MAX_ROWS", "StatisticalQuery"]
 
 KIND = "statistical_query"
@@ -100,11 +104,24 @@ class StatisticalQuery:
         object.__setattr__(self, "attribute_values", tuple(attributes))
         object.__setattr__(self, "epsilons", eps)
         object.__setattr__(self, "matrices", self._check_matrices(budget))
+        for i in range(len(attributes)):
+            self._check_pair_budgets(i)
         if self.rows is not None:
             object.__setattr__(self, "rows", self.check_rows(self.rows))
         if self.release_grid is not None:
             object.__setattr__(self, "release_grid", check_real(self.release_grid, "release_grid", KIND, low=1.0 / MAX_MAGNITUDE,
                                                                 high=MAX_MAGNITUDE))
+
+    def _check_pair_budgets(self, attribute: int) -> None:
+        """Refuse pair budgets so small that the scale computations overflow: at epsilons = [5e-324, ...]
+        (a valid float > 0) the envelope's gap / budget became inf and the solve an internal error."""
+        d = self.distances(attribute)
+        smallest = float(d[~np.eye(d.shape[0], dtype=bool)].min())
+        if smallest < MIN_PAIR_BUDGET:
+            blame_matrix = self.budget == "matrix" and self.epsilons[attribute] >= MIN_PAIR_BUDGET
+            raise fail(f"matrices[{attribute}]" if blame_matrix else "epsilons", KIND,
+                       f"pair budgets (epsilon x distance) of at least {MIN_PAIR_BUDGET:g}; attribute {attribute} has {smallest:g}",
+                       self.matrices[attribute].tolist() if blame_matrix else self.epsilons.tolist())
 
     def _check_matrices(self, budget: str) -> tuple[np.ndarray, ...] | None:
         if budget != "matrix":
