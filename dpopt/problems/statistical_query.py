@@ -28,9 +28,10 @@ import numpy as np
 from dpopt.limits import MAX_MAGNITUDE
 from dpopt.validation import check_array, check_choice, check_int, check_real, fail
 
-#: Smallest budget a pair of attribute values may get (epsilon_i times its distance): value gaps
-#: are at most 2 MAX_MAGNITUDE, and gap / budget must stay far below the largest float.
-MIN_PAIR_BUDGET = 1e-280
+#: Smallest budget a pair of attribute values may get (epsilon_i times its distance), as for a
+#: d_X metric (:class:`dpopt.problems.dx_linear_query.DXLinearQuery`): smaller ones round
+#: exp(-d) to 1, and at 5e-324 the envelope's gap / budget overflowed.
+MIN_PAIR_BUDGET = 1.0 / MAX_MAGNITUDE
 
 __all__ = ["BUDGETS", "MAX_ATTRIBUTES", "MAX_ATTRIBUTE_VALUES", "MAX_ROWS", "StatisticalQuery"]
 
@@ -113,8 +114,8 @@ class StatisticalQuery:
                                                                 high=MAX_MAGNITUDE))
 
     def _check_pair_budgets(self, attribute: int) -> None:
-        """Refuse pair budgets so small that the scale computations overflow: at epsilons = [5e-324, ...]
-        (a valid float > 0) the envelope's gap / budget became inf and the solve an internal error."""
+        """Refuse pair budgets below :data:`MIN_PAIR_BUDGET`: at epsilons = [5e-324, ...] (a valid
+        float > 0) the envelope's gap / budget became inf and the solve an internal error."""
         d = self.distances(attribute)
         smallest = float(d[~np.eye(d.shape[0], dtype=bool)].min())
         if smallest < MIN_PAIR_BUDGET:
