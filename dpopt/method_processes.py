@@ -34,11 +34,10 @@ def _child(problem: Any, method: str, solver: str | None, repair: bool, export: 
            connection: Any, parent: int) -> None:
     """Solve, export only a certified mechanism, and send back the summary or the error."""
     from dpopt.registry import solve
-    from dpopt.process_lifetime import die_with_parent, exit_when_gone
+    from dpopt.process_lifetime import end_with
     from dpopt.validation import DPOptError
 
-    die_with_parent()  # (its parent is multiprocessing's fork server, not the driver ``parent``)
-    exit_when_gone(parent)
+    end_with(parent)  # (its own parent is multiprocessing's fork server, not the driver ``parent``)
     try:
         solution = solve(problem, method, solver=solver, repair=repair)
         if export is not None and solution.certificate.ok:

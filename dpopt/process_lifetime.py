@@ -12,7 +12,7 @@ import os
 import threading
 import time
 
-__all__ = ["die_with_parent", "exit_when_gone"]
+__all__ = ["die_with_parent", "exit_when_gone", "end_with"]
 
 
 def die_with_parent(parent: int | None = None) -> None:
@@ -61,3 +61,10 @@ def exit_when_gone(driver: int, every: float = 0.5) -> None:
                 pass
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+def end_with(driver: int, *, parent: int | None = None) -> None:
+    """Both at once, as every child that works for a driver starts: the kernel's request
+    (:func:`die_with_parent` with ``parent``) and a thread watching ``driver`` (:func:`exit_when_gone`)."""
+    die_with_parent(parent)
+    exit_when_gone(driver)

@@ -45,7 +45,7 @@ import numpy as np
 
 from dpopt.lazy_modules import pandas as pd
 from dpopt.limits import MAX_TIMEOUT
-from dpopt.process_lifetime import die_with_parent, exit_when_gone
+from dpopt.process_lifetime import die_with_parent, end_with
 from dpopt.problem_files import problem_from_dict
 from dpopt.sweep_files import MAX_CELLS, OWNER, RESULT_COLUMNS, Cell, Sweep, load_sweep, sweep_from_dict
 from dpopt.validation import InvalidParameterError, check_int, check_real, fail
@@ -425,8 +425,7 @@ def _isolated_cell(problem: dict[str, Any], method: str, key: str, memory: bool,
                    driver: int | None = None) -> None:
     """A cell's own process: solve, measure the resident-memory growth, send the row back."""
     if driver is not None:
-        die_with_parent()
-        exit_when_gone(driver)
+        end_with(driver)
     baseline = _reset_peak_resident() if memory else None
     row = solve_cell(problem, method, key, memory and baseline is None, record)  # tracemalloc only without /proc
     if baseline is not None:

@@ -171,15 +171,14 @@ class ChildSolve:
 
 def main() -> None:
     """Child side: an LP on stdin (:meth:`LpArrays.to_npz`), its :class:`HighsOutcome` on stdout."""
-    from dpopt.process_lifetime import die_with_parent, exit_when_gone
+    from dpopt.process_lifetime import end_with
 
     # Ctrl-C in a terminal reaches the whole process group: end at once, not after the
     # solve (Python would see the signal only when HiGHS returns); and end with the parent
     # when it is gone (killed, or stopped by Ctrl-C without waiting for us)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     parent = int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()  # the pid that started us (ChildSolve passes it)
-    die_with_parent(parent)
-    exit_when_gone(parent)
+    end_with(parent, parent=parent)
     answer = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything HiGHS prints at the C level goes to stderr, not into the answer
     lp, options = LpArrays.from_npz(sys.stdin.buffer.read())
