@@ -135,6 +135,29 @@ def test_exact_surrogate_beats_the_papers_closed_form_and_is_private(records):
     assert surrogate_objective(transformed, c, q, records) <= surrogate_objective(q / c0, c0, q, records) * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("epsilon", [1e-3, 1.0, 1e15])  # 1e15: the largest a metric's epsilon may be
+def test_single_query_programs_solve_at_every_metric_scale(epsilon):
+    # distances of up to 1e17 beside a step of 1 / n once left Clarabel calling the surrogate
+    # "infeasible" (the hotspots problem file at epsilon = 1e15, exit 3)
+    from dpopt.dx.scales import exact_lp_bound, exact_surrogate, lp_bound_objective, surrogate_objective
+
+    coordinates = np.random.default_rng(5).uniform(0, 100, (12, 2))
+    q = np.random.default_rng(6).uniform(0, 1, (1, 12))
+    metric = DXMetric.euclidean(coordinates, epsilon)
+    c0 = closed_form_scales(q, metric)
+    # slack: Clarabel's accuracy (1e-7), and c q' - q is only known to ~1e-15 an entry in floats
+    # (at epsilon = 1e15 q' ~ 1e16, so the bias term is float noise against a noise term of 1e-32)
+    transformed, c, _ = exact_surrogate(q, metric, 1000)
+    assert check_privacy(transformed, metric).ok
+    closed = surrogate_objective(q / c0, c0, q, 1000)
+    assert surrogate_objective(transformed, c, q, 1000) <= closed * (1 + 1e-7) + 1000**2 * q.size * 1e-30
+    for p in (1, np.inf):
+        transformed, c, _ = exact_lp_bound(q, metric, 1000, p)
+        assert check_privacy(transformed, metric).ok
+        closed = lp_bound_objective(q / c0, c0, q, 1000, p)
+        assert lp_bound_objective(transformed, c, q, 1000, p) <= closed * (1 + 1e-7) + 1000 * q.size * 1e-15
+
+
 def test_exact_surrogate_against_an_independent_grid_search():
     # for fixed c the best q' is a convex projection; scan c on a fine grid with the QP in q' only
     import cvxpy as cp
