@@ -502,9 +502,11 @@ def _single_query_program(query: Any, metric: DXMetric, reduce: bool, solver: st
         # each row over its distance: |target_i - target_j| / d <= 1 by the choice of unit, so
         # the rows stay of order one however large the distances (epsilon = 1e15 on the
         # hotspots left coefficients of 1e16 beside 1e-3, and Clarabel called it infeasible)
-        inverse = 1.0 / d[rows]
+        # (coincident elements, d = 0, keep |gap| <= 0)
+        apart = d[rows] > 0
+        inverse = np.where(apart, 1.0 / np.where(apart, d[rows], 1.0), 1.0)
         gap = (target[i[rows]] - target[j[rows]]) * inverse + cp.multiply(step * inverse, delta[i[rows]] - delta[j[rows]])
-        program = cp.Problem(cp.Minimize(objective(delta, g)), [cp.abs(gap) <= g])
+        program = cp.Problem(cp.Minimize(objective(delta, g)), [cp.abs(gap) <= g * apart.astype(float)])
         _run_conic(program, solver, f"dx {what}")
         return target + step * np.asarray(delta.value, dtype=float), float(g.value)
 
