@@ -389,10 +389,16 @@ def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool, reco
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Kill a process pool's workers and drop its queued cells (leaving the ``with`` then waits for nothing)."""
-    workers = getattr(pool, "_processes", None) or {}  # not public API: where it is absent, only the queue is dropped
-    for process in list(workers.values()):
-        process.kill()
+    """Kill a process pool's workers and drop its queued cells (leaving the ``with`` then waits for nothing).
+
+    Python 3.14 has ``kill_workers()`` for this; before it only the private ``_processes``
+    reaches the workers (where that is absent too, only the queue is dropped).
+    """
+    if hasattr(pool, "kill_workers"):
+        pool.kill_workers()
+    else:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.kill()
     pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -403,3 +403,35 @@ def test_a_damaged_part_file_is_solved_again(smallest, tmp_path):
     (parts / "part-1.parquet").write_bytes(b"cut short")
     table = run_sweep(load_sweep(smallest), output=output, progress=False)
     assert len(table) == 12 and table["certificate_ok"].all() and not parts.exists()
+
+
+def _pid_after(seconds: float) -> int:
+    import os
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_stopping_a_pool_kills_the_workers_running_cells():
+    # what a sweep does on Ctrl-C: the cells running are not waited for
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=2)
+    pids = {f.result() for f in [pool.submit(_pid_after, 0.5) for _ in range(2)]}  # both workers, busy at once
+    running = [pool.submit(_pid_after, 60.0) for _ in range(4)]
+    time.sleep(0.5)
+    start = time.monotonic()
+    sweeps._stop_pool(pool)
+
+    def alive(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+        except FileNotFoundError:
+            return False
+
+    while any(alive(pid) for pid in pids) and time.monotonic() - start < 10:
+        time.sleep(0.05)
+    assert len(pids) == 2 and not any(alive(pid) for pid in pids)
+    assert all(f.cancelled() or f.done() for f in running[2:])
