@@ -13,7 +13,9 @@ import ctypes
 import functools
 import os
 import re
+import signal
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ import numpy as np
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.validation import SolverError, fail
 
-__all__ = ["SolveInfo", "run_program", "installed_solvers", "SOLVER_OPTIONS", "default_solver", "new_highs"]
+__all__ = ["SolveInfo", "run_program", "installed_solvers", "SOLVER_OPTIONS", "default_solver", "new_highs", "run_interruptibly"]
 
 #: Options passed to each solver (names as cvxpy/solver expect them).
 SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
@@ -88,6 +90,45 @@ def new_highs(options: dict[str, Any]) -> Any:
     for key, value in options.items():
         highs.setOptionValue(key, value)
     return highs
+
+
+def run_interruptibly(highs: Any) -> Any:
+    """``highs.run()``, stopped at HiGHS's next iteration by Ctrl-C; returns its run status.
+
+    Python handles SIGINT only between bytecodes of the main thread, so in a notebook a long
+    solve ignored the kernel's interrupt until HiGHS returned (the 1044-graph LP: a minute and
+    more). Here, in the main thread and while SIGINT has Python's default handler (as in a
+    script, or a Jupyter cell), Ctrl-C only sets a flag that HiGHS's simplex and interior-point
+    interrupt callbacks read on each iteration; HiGHS stops ("Interrupted by user") and
+    :class:`KeyboardInterrupt` is raised once it has returned. Anywhere else (the CLI's worker
+    thread, Dask's, a caller's own handler) this is ``highs.run()``. The callbacks belong to
+    ``highs`` alone: nothing process-wide is touched (highspy's ``HandleKeyboardInterrupt``,
+    which solves in a thread, resets HiGHS's global task scheduler afterwards), and each call
+    clears the flag, so an interrupted instance solves again as new.
+    """
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return highs.run()
+    interrupted: list[int] = []
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        interrupted.append(signum)
+
+    def check(event: Any) -> None:
+        event.interrupt(bool(interrupted))
+
+    callbacks = (highs.cbSimplexInterrupt, highs.cbIpmInterrupt)
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    for callback in callbacks:
+        callback.subscribe(check)
+    try:
+        status = highs.run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        for callback in callbacks:
+            callback.unsubscribe(check)
+    if interrupted:
+        raise KeyboardInterrupt
+    return status
 
 
 @dataclass(frozen=True)

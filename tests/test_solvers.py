@@ -27,3 +27,109 @@ def test_a_first_attempt_that_fails_falls_back_to_the_retries():
 def test_highs_options_do_not_reach_other_solvers():
     program, _ = small_lp()
     assert run_program(program, solver="CLARABEL", owner="test", highs_first={"solver": "ipm"}).objective == pytest.approx(2.0, rel=1e-6)
+
+
+# -- run_interruptibly: Ctrl-C reaches a HiGHS run -------------------------------------------
+
+
+def _atlas_dual() -> object:
+    """The 5-node atlas LP's dual (a few hundred simplex iterations, about twenty interior-point ones)."""
+    import dpopt
+    from dpopt.programs.finite_query import build_dual_lp
+
+    problem = dpopt.FiniteQuery(universe={"type": "graph_atlas", "nodes": 5, "statistic": "triangles"}, epsilon=1.0)
+    return build_dual_lp(problem).arrays
+
+
+def _highs(lp: object, solver: str) -> object:
+    from dpopt.programs.finite_query import HIGHS_OPTIONS
+    from dpopt.solvers import new_highs
+
+    highs = new_highs({**HIGHS_OPTIONS, "solver": solver})
+    highs.passModel(lp.highs_lp())
+    return highs
+
+
+def _send_sigint_on_call(highs: object, call: int) -> None:
+    """Make the run itself press Ctrl-C (SIGINT to this process) at its ``call``-th iteration callback."""
+    import os
+    import signal
+
+    calls = []
+
+    def press(event: object) -> None:
+        calls.append(1)
+        if len(calls) == call:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    highs.cbSimplexInterrupt.subscribe(press)
+    highs.cbIpmInterrupt.subscribe(press)
+
+
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler (a pytest-xdist worker may run with another), restored after."""
+    import signal
+
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, saved)
+
+
+@pytest.mark.parametrize("solver", ["simplex", "ipm"])
+def test_ctrl_c_stops_a_highs_run_and_the_instance_solves_again_as_new(solver, default_sigint):
+    import signal
+
+    from dpopt.solvers import run_interruptibly
+
+    lp = _atlas_dual()
+    fresh = _highs(lp, solver)
+    run_interruptibly(fresh)
+    assert fresh.modelStatusToString(fresh.getModelStatus()) == "Optimal"
+    highs = _highs(lp, solver)
+    _send_sigint_on_call(highs, 3)
+    with pytest.raises(KeyboardInterrupt):
+        run_interruptibly(highs)
+    assert highs.modelStatusToString(highs.getModelStatus()) == "Interrupted by user"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+    highs.clearSolver()
+    run_interruptibly(highs)  # no Ctrl-C this time: the flag was cleared
+    assert highs.modelStatusToString(highs.getModelStatus()) == "Optimal"
+    assert highs.getInfo().objective_function_value == fresh.getInfo().objective_function_value
+
+
+def test_ctrl_c_is_left_to_a_callers_own_handler():
+    import signal
+
+    from dpopt.solvers import run_interruptibly
+
+    highs = _highs(_atlas_dual(), "simplex")
+    _send_sigint_on_call(highs, 3)
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)  # e.g. a caller that ignores Ctrl-C
+    try:
+        run_interruptibly(highs)
+    finally:
+        signal.signal(signal.SIGINT, saved)
+    assert highs.modelStatusToString(highs.getModelStatus()) == "Optimal"
+
+
+def test_off_the_main_thread_a_run_is_plain():
+    # signal handlers can be set only in the main thread: elsewhere (the CLI's worker, Dask's)
+    # run_interruptibly must neither try nor fail
+    import threading
+
+    from dpopt.solvers import run_interruptibly
+
+    highs = _highs(_atlas_dual(), "ipm")
+    errors = []
+
+    def work() -> None:
+        try:
+            run_interruptibly(highs)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert not errors and highs.modelStatusToString(highs.getModelStatus()) == "Optimal"

@@ -110,11 +110,11 @@ class HighsOutcome:
 
 def solve_here(lp: LpArrays, options: dict[str, Any]) -> HighsOutcome:
     """Solve ``lp`` with HiGHS in this process (:func:`dpopt.solvers.new_highs` with ``options``)."""
-    from dpopt.solvers import new_highs
+    from dpopt.solvers import new_highs, run_interruptibly
 
     highs = new_highs(options)
     highs.passModel(lp.highs_lp())
-    highs.run()
+    run_interruptibly(highs)
     solution = highs.getSolution()
     return HighsOutcome(highs.modelStatusToString(highs.getModelStatus()), float(highs.getInfo().objective_function_value),
                         np.asarray(solution.col_value, dtype=float), np.asarray(solution.row_dual, dtype=float))

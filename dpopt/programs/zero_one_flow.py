@@ -66,7 +66,7 @@ from scipy import sparse
 from dpopt.mechanisms.geometric import column_weights
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.basis import basic_solution
-from dpopt.solvers import SOLVER_OPTIONS, new_highs
+from dpopt.solvers import SOLVER_OPTIONS, new_highs, run_interruptibly
 from dpopt.validation import SolverError
 
 __all__ = ["FlowSolution", "solve_flow_by_sweep", "solve_flow_program", "remap_from_flows"]
@@ -167,7 +167,7 @@ def solve_flow_program(problem: CountQuery) -> FlowSolution:
     lp, matrix, row_bound = _program(problem, supply)
     h = new_highs(HIGHS_FLOW_OPTIONS)
     h.passModel(lp)
-    h.run()
+    run_interruptibly(h)
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:
         raise SolverError("HIGHS", h.modelStatusToString(status), "(zero-one flow program)")

@@ -82,7 +82,7 @@ from scipy import sparse
 
 from dpopt.programs.basis import basic_solution
 from dpopt.programs.column_generation.forms import INF, Columns, Form
-from dpopt.solvers import SOLVER_OPTIONS, new_highs
+from dpopt.solvers import SOLVER_OPTIONS, new_highs, run_interruptibly
 from dpopt.validation import SolverError
 
 HIGHS_OPTIONS = {
@@ -460,7 +460,7 @@ class Master:
                 # cold retry: the failed run may have left its factors unusable, and a
                 # fresh factorisation of the old basis can be unstable (see basic_solution)
                 self.h.clearSolver()
-            run_status = self.h.run()
+            run_status = run_interruptibly(self.h)
             status = self.h.getModelStatus()
             if status == highspy.HighsModelStatus.kOptimal or (checked and warm and attempt == "dual" and self._simplex_optimal(status)):
                 break
@@ -497,7 +497,7 @@ class Master:
         self.start_from_identity()
         self._configure("primal")
         self.h.setOptionValue("simplex_iteration_limit", self._stall_limit)
-        run_status = self.h.run()
+        run_status = run_interruptibly(self.h)
         return run_status != highspy.HighsStatus.kError and self.h.getModelStatus() == highspy.HighsModelStatus.kOptimal
 
     def _simplex_optimal(self, status: highspy.HighsModelStatus) -> bool:
