@@ -163,7 +163,7 @@ price7 = pd.Series({name: dpopt.solve(seven, name).objective / optimum7.objectiv
 price7.round(3).to_frame()
 """)
 md(r"""
-The 156 six-node classes (18,272 privacy rows) solve in about a second at any
+The 156 six-node classes (18,272 privacy rows) solve in seconds at any
 $\epsilon$, so there the price is followed across $\epsilon$:
 """)
 code(r"""
