@@ -170,6 +170,20 @@ def test_lp_is_below_every_construction_at_the_same_measured_privacy(universe, e
         assert optimum.objective <= solution.objective + 1e-9, name
 
 
+@settings(max_examples=examples(10), deadline=None)
+@given(universe=universes(), epsilon=st.sampled_from([200.0, 500.0, 745.0]))
+def test_every_construction_is_certified_up_to_the_largest_epsilon(universe, epsilon):
+    # e^(-eps' I) underflows to 0 where eps' I > ~745, so the proof's parameter eps / 2 measured
+    # an infinite loss at epsilon = 500 on a universe of diameter 5 (privacy_first, compositional,
+    # exponential: refused, exit 4); the measured calibration now searches below it
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon)
+    for method in dpopt.methods_for(problem):
+        if method.name not in seq.CONSTRUCTIONS:
+            continue
+        solution = dpopt.solve(problem, method.name)
+        assert solution.certificate.ok and solution.certificate.max_privacy_loss <= epsilon, method.name
+
+
 def test_a_metric_whose_neighbours_leave_a_dataset_alone_has_no_ladder():
     """Neighbours are the pairs at distance <= 1; here dataset 2 has none. The ladder's rungs are
     hops in that graph, so it does not apply: compare leaves it out and asking for it is refused."""
