@@ -126,23 +126,27 @@ def remap_from_geometric(mechanism: np.ndarray, alpha: float | Fraction) -> np.n
     return t
 
 
-def geometric_inverse(n: int, alpha: float) -> sparse.csr_array:
+def geometric_inverse(n: int, alpha: float, *, scaled: bool = False) -> sparse.csr_array:
     """``G_{n,alpha}^{-1}`` as a sparse tridiagonal matrix (see the module docstring).
 
     ``G^{-1} M`` equals :func:`remap_from_geometric` ``(M, alpha)``; the sparse form
     lets programs state "x is derivable from G" as ``G^{-1} x >= 0`` with three
     well-scaled coefficients per entry, instead of ``x = G T`` with G's tiny powers.
+    ``scaled``: each row times its positive denominator ((1 - alpha)^2 inside, 1 - alpha
+    at the ends), which keeps the sign of ``G^{-1} x`` and every coefficient of order one
+    however near alpha is to 1 (unscaled, 1 / (1 - alpha)^2 passes HiGHS's largest
+    coefficient, 1e15, at alpha = 1 - 1e-8).
     """
     n = check_int(n, "n", OWNER, low=1)
     a = _alpha(alpha)
     size = n + 1
-    inner = 1.0 / (1.0 - a) ** 2
+    inner, end = (1.0, 1.0) if scaled else (1.0 / (1.0 - a) ** 2, 1.0 / (1.0 - a))
     diagonal = np.full(size, (1.0 + a * a) * inner)
-    diagonal[[0, -1]] = 1.0 / (1.0 - a)
+    diagonal[[0, -1]] = end
     upper = np.full(n, -a * inner)
     lower = np.full(n, -a * inner)
-    upper[0] = -a / (1.0 - a)  # row 0: (M[0] - a M[1]) / (1 - a)
-    lower[-1] = -a / (1.0 - a)  # row n: (M[n] - a M[n-1]) / (1 - a)
+    upper[0] = -a * end  # row 0: (M[0] - a M[1]) / (1 - a)
+    lower[-1] = -a * end  # row n: (M[n] - a M[n-1]) / (1 - a)
     return sparse.diags_array([lower, diagonal, upper], offsets=[-1, 0, 1], format="csr")
 
 

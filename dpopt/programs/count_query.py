@@ -84,7 +84,7 @@ def build_geometric_interaction_program(problem: CountQuery) -> GSProgram:
     d = cp.Variable(name="d")
     constraints = [
         cp.sum(x, axis=1) == 1,
-        geometric_inverse(problem.n, problem.alpha) @ x >= 0,
+        geometric_inverse(problem.n, problem.alpha, scaled=True) @ x >= 0,
         cp.sum(cp.multiply(problem.loss_matrix[s], x[s]), axis=1) <= d,
     ]
     return GSProgram(program=cp.Problem(cp.Minimize(d), constraints), x=x, d=d)

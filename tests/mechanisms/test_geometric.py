@@ -163,3 +163,17 @@ def test_lemma_1_determinant_of_g(size, alpha):
     det = _exact_determinant(g)
     scale = (1 + alpha) ** 2 * ((1 + alpha) / (1 - alpha)) ** (size - 2)
     assert det > 0 and det * scale == (1 - alpha**2) ** (size - 1)
+
+
+@given(n=st.integers(1, 30), alpha=st.sampled_from([0.05, 0.5, 0.99, 1 - 1e-9, 1 - 1e-13]), seed=st.integers(0, 2**32 - 1))
+def test_scaled_inverse_keeps_the_sign_of_every_row_with_coefficients_of_order_one(n, alpha, seed):
+    # the interaction program states "x is derivable from G" as G^-1 x >= 0 with these rows
+    from dpopt.mechanisms.geometric import geometric_inverse
+
+    scaled = geometric_inverse(n, alpha, scaled=True)
+    assert 0.0 < np.abs(scaled.data).min() and np.abs(scaled.data).max() <= 2.0
+    x = np.random.default_rng(seed).uniform(-1, 1, (n + 1, 3))
+    ratio = (geometric_inverse(n, alpha) @ x) / (scaled @ x)
+    denominators = np.full(n + 1, 1.0 / (1.0 - alpha) ** 2)
+    denominators[[0, -1]] = 1.0 / (1.0 - alpha)
+    np.testing.assert_allclose(ratio, np.broadcast_to(denominators[:, None], ratio.shape), rtol=1e-6)

@@ -171,3 +171,22 @@ def test_a_single_count_of_side_information_is_answered_surely_with_a_zero_gap(l
     assert solution.objective == pytest.approx(floor, abs=1e-12)
     assert solution.details["lower_bound"] >= floor and solution.details["relative_gap"] <= 1e-12
     assert solution.exact and solution.certificate.ok
+
+
+@pytest.mark.parametrize("loss", ["absolute", "squared", "zero_one"])
+def test_interaction_is_exact_up_to_its_largest_alpha_and_refused_beyond(loss):
+    # its remap G^-1 x amplifies the solver's tolerance by 1 / (1 - alpha)^2: at alpha = 1 - 1e-9
+    # HiGHS failed on the unscaled rows (exit 3), and once they were scaled a clipped row of T
+    # was empty (an internal error); at 0.99999 the objective was 7e-6 above the optimum
+    from dpopt.methods.count_query import INTERACTION_MAX_ALPHA
+    from dpopt.validation import InvalidParameterError
+
+    for n in (3, 30):
+        problem = dpopt.CountQuery(n=n, alpha=INTERACTION_MAX_ALPHA, loss=loss)
+        interaction = dpopt.solve(problem, "interaction")
+        assert interaction.certificate.ok
+        assert interaction.objective == pytest.approx(dpopt.solve(problem, "factored").objective, rel=1e-9)
+    beyond = dpopt.CountQuery(n=3, alpha=1 - 1e-9, loss=loss)
+    assert "interaction" not in {m.name for m in dpopt.methods_for(beyond)}
+    with pytest.raises(InvalidParameterError, match="alpha <= 0.999"):
+        dpopt.solve(beyond, "interaction")
