@@ -41,7 +41,7 @@ from dpopt.mechanisms.integer_noise import PeriodicNoise
 from dpopt.mechanisms.staircase import discrete_staircase_noise
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.methods.noise_adding import noise_matrix, repair_lp_window, window_lp_highs
-from dpopt.programs.noise_adding import (build_noise_program, cost_vector, mass_vector, mix_with_strict, privacy_matrix,
+from dpopt.programs.noise_adding import (build_noise_program, cost_vector, mass_vector, noise_objective_scale, mix_with_strict, privacy_matrix,
                                          repair_window, strictly_private_window)
 from dpopt.solvers import run_program
 from count_query import measure  # same folder: one way to measure
@@ -128,7 +128,7 @@ def repair_table(sensitivities: list[int], epsilons: list[float]) -> pd.DataFram
                 closed_form = dpopt.solve(problem, "staircase").objective
                 raised, certificate = repair_lp_window(window.value, problem)
                 mixed, weight = repair_window(window.value, problem)
-                rows.append({"cost": cost, "sensitivity": delta, "epsilon": epsilon, "solver_gap": info.objective / closed_form - 1,
+                rows.append({"cost": cost, "sensitivity": delta, "epsilon": epsilon, "solver_gap": info.objective / noise_objective_scale(problem) / closed_form - 1,
                              "lp_repair_gap": float(costs @ raised.window) / closed_form - 1,
                              "majorant_certified": certificate.repair == "clip+majorant",
                              "mix_gap": float(costs @ mixed) / closed_form - 1, "mix_weight": weight})

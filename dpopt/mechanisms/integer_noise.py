@@ -103,6 +103,23 @@ class PeriodicNoise:
             raise fail("window", OWNER, "a window whose total mass with the tails is 1", self.total_mass())
 
     @classmethod
+    def normalised(cls, window: np.ndarray, period: int, decay: float) -> "PeriodicNoise":
+        """The noise whose window is ``window`` scaled so that, with its tails, it sums to 1.
+
+        For windows from a closed form whose own normalisation used e^-epsilon computed
+        otherwise than ``decay`` (``math.exp`` and ``np.exp`` differ by an ulp; a Laplace
+        mass through ``expm1``): the tails' mass ``decay / (1 - decay)`` has condition
+        1 / (1 - decay), so an ulp of ``decay`` moves it by 1e-9 at epsilon = 1e-7 (the
+        discrete staircase re-expressed on a wider window was refused for it). Scaling keeps
+        every ratio, so privacy is unchanged.
+        """
+        w = np.asarray(window, dtype=float)
+        s1, _, _ = tail_sums(decay)
+        half = w.size // 2
+        total = w.sum() + s1 * (w[:period].sum() + w[-period:].sum()) if half >= period >= 1 else 1.0
+        return cls(w / total, period, decay)
+
+    @classmethod
     def geometric(cls, period: int, decay: float, half_width: int | None = None) -> "PeriodicNoise":
         """Two-sided geometric noise ``p(z) ~ decay^(|z| / period)`` on a window (default M = period).
 

@@ -57,6 +57,7 @@ from dpopt.programs.noise_adding import (
     mass_vector,
     repair_cells,
     majorant_window,
+    noise_objective_scale,
     repair_window,
     strictly_private_cells,
     window_rows,
@@ -123,7 +124,7 @@ def rounded_laplace_noise(problem: NoiseAdding) -> PeriodicNoise:
     b = problem.sensitivity / problem.epsilon
     z = np.abs(np.arange(-m, m + 1)).astype(float)
     window = np.where(z == 0, -np.expm1(-0.5 / b), 0.5 * np.exp(-(z - 0.5) / b) * -np.expm1(-1.0 / b))
-    return PeriodicNoise(window, problem.sensitivity, problem.alpha)
+    return PeriodicNoise.normalised(window, problem.sensitivity, problem.alpha)
 
 
 def _solution(problem: NoiseAdding, noise: PeriodicNoise, certificate: Certificate, **fields: object) -> Solution:
@@ -201,8 +202,14 @@ def _lp_applies(problem: Any) -> bool:
     # The grid LP writes e^epsilon as a matrix entry (its privacy rows are ``value(a) - e^eps
     # value(a + j) <= 0``): at epsilon = 35 HiGHS refused it. Scaling the rows by e^-eps instead
     # puts e^-eps below HiGHS's ``small_matrix_value`` (1e-9) from epsilon = 20.7, which drops
-    # privacy rows.
-    return _integer(problem) or problem.epsilon <= MAX_COEFFICIENT_EXPONENT
+    # privacy rows. Below GRID_LP_MIN_EPSILON the repair's strictly private member has no slack
+    # it can tell from rounding (about epsilon / 2 relative): at epsilon = 1e-12 a solver's
+    # density with a zero cell was left unrepaired and uncertified.
+    return _integer(problem) or GRID_LP_MIN_EPSILON <= problem.epsilon <= MAX_COEFFICIENT_EXPONENT
+
+
+#: Smallest epsilon the grid LP (a neighbouring set) takes; see :func:`_lp_applies`.
+GRID_LP_MIN_EPSILON = 1e-10
 
 
 #: HiGHS's interior point with crossover, first for the integer window LP with range-maximum rows
@@ -244,8 +251,8 @@ def repair_lp_window(window: np.ndarray, problem: NoiseAdding) -> tuple[Periodic
 
 
 @register(KIND, "lp", exact=True, exact_when=_lp_exact, applies=_lp_applies, releases=_releases_exactly, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
-          requires=f"for a neighbouring set, epsilon <= {MAX_COEFFICIENT_EXPONENT:g} (e^epsilon is an entry of the grid LP's "
-                   "matrix, and HiGHS refuses entries above 1e15)",
+          requires=f"for a neighbouring set, {GRID_LP_MIN_EPSILON:g} <= epsilon <= {MAX_COEFFICIENT_EXPONENT:g} (e^epsilon is an "
+                   "entry of the grid LP's matrix, and HiGHS refuses entries above 1e15; below, its repair cannot tell slack from rounding)",
           summary="window LP with periodic geometric tails (a neighbouring set: the grid LP, an upper bound)")
 def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:
     if _real(problem):
@@ -260,8 +267,9 @@ def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:
                               problem.sensitivity, problem.alpha)
         certificate = certify_noise(noise, problem.epsilon)
     solution = _solution(problem, noise, certificate, method="lp", solver=info.solver, status=info.status)
-    repair_gap = (solution.objective - info.objective) / max(abs(solution.objective), 1e-300)
-    solution.details.update(solver_objective=info.objective, repair_gap=repair_gap)
+    solver_objective = info.objective / noise_objective_scale(problem)
+    repair_gap = (solution.objective - solver_objective) / max(abs(solution.objective), 1e-300)
+    solution.details.update(solver_objective=solver_objective, repair_gap=repair_gap)
     if repair_gap <= LP_REPAIR_GAP:
         return solution
     return dataclasses.replace(solution, exact=False, status="gap_above_tolerance")
@@ -277,7 +285,7 @@ def solve_staircase(problem: Any, solver: str | None, repair: bool) -> Solution:
     mech = DiscreteStaircaseMechanism(sensitivity=problem.sensitivity, epsilon=problem.epsilon, cost=problem.cost)
     # re-express on the problem's window so every method reports the same grid
     m = problem.window
-    noise = PeriodicNoise(mech.pmf(np.arange(-m, m + 1)), problem.sensitivity, problem.alpha)
+    noise = PeriodicNoise.normalised(mech.pmf(np.arange(-m, m + 1)), problem.sensitivity, problem.alpha)
     solution = _closed_form(problem, noise, "staircase")
     solution.details["r"] = mech.r
     return solution
@@ -384,7 +392,7 @@ def solve_grid_lp(problem: NeighbouringSetNoise, solver: str | None, repair: boo
         values = values / (built.mass @ values)
     solution = _real_solution(problem, grid_noise(problem, values), "lp", mixing_weight=weight, solver=info.solver,
                               status=info.status, grid=grid, window=problem.window, cell_density=values.tolist())
-    solution.details["solver_objective"] = info.objective
+    solution.details["solver_objective"] = info.objective / built.objective_scale
     return solution
 
 

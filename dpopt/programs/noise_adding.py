@@ -26,7 +26,7 @@ from dpopt.mechanisms.integer_noise import PeriodicNoise, tail_sums
 from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.programs.range_max import DIRECT_RUN, Line, RangeMaxTable, line_privacy_rows, privacy_rows_bound
 
-__all__ = ["build_noise_program", "extension_matrix", "cost_vector", "build_grid_program", "GridProgram", "grid_shifts", "grid_privacy_rows",
+__all__ = ["build_noise_program", "noise_objective_scale", "extension_matrix", "cost_vector", "build_grid_program", "GridProgram", "grid_shifts", "grid_privacy_rows",
            "grid_rows", "repair_cells", "window_line", "window_rows"]
 
 
@@ -103,8 +103,24 @@ def build_noise_program(problem: NoiseAdding) -> tuple[cp.Problem, cp.Expression
     rows, table = line_privacy_rows(window_line(m, d, b), 2 * m + 1, window_shifts(d), b, 1.0)
     z = cp.Variable(2 * m + 1 + table.variables, nonneg=True, name="window_and_table")
     p = z[: 2 * m + 1] if table.variables else z
-    objective = cp.Minimize(cost_vector(m, d, b, problem.power) @ p)
+    objective = cp.Minimize(noise_objective_scale(problem) * cost_vector(m, d, b, problem.power) @ p)
     return cp.Problem(objective, [rows @ z <= 0, mass_vector(m, d, b) @ p == 1]), p
+
+
+def noise_objective_scale(problem: NoiseAdding) -> float:
+    """What :func:`build_noise_program` multiplies its costs by (:func:`cost_scale`)."""
+    return cost_scale(cost_vector(problem.window, problem.sensitivity, problem.alpha, problem.power))
+
+
+def cost_scale(cost: np.ndarray) -> float:
+    """1, or the power of two (exact) that brings the largest cost to at most 1 once it passes 1e12.
+
+    The tails' costs grow as 1 / (1 - alpha)^3 (squared cost: 2e21 at epsilon = 1e-7), and
+    HiGHS reads costs of 1e20 as infinite ("unknown" at epsilon <= 1e-7); an LP's minimisers do
+    not change when its costs are scaled, and its optimum is divided back exactly.
+    """
+    largest = float(np.abs(cost).max(initial=0.0))
+    return 1.0 if largest <= 1e12 else 2.0 ** -int(np.ceil(np.log2(largest)))
 
 
 def window_rows(sensitivity: int, window: int) -> tuple[int, int]:
@@ -311,6 +327,7 @@ class GridProgram:
     offsets: np.ndarray
     bound: float
     mass: np.ndarray
+    objective_scale: float = 1.0  # what the costs were multiplied by (cost_scale)
 
 
 def build_grid_program(shifts: np.ndarray, sensitivity: float, epsilon: float, grid: int, window: int, power: int,
@@ -325,8 +342,9 @@ def build_grid_program(shifts: np.ndarray, sensitivity: float, epsilon: float, g
     z = cp.Variable(cells + table.variables, nonneg=True, name="p_and_table")
     p = z[:cells] if table.variables else z
     mass, cost = grid_functionals(cells, grid, step, decay, power)
-    program = cp.Problem(cp.Minimize(cost @ p), [rows @ z <= 0, mass @ p == 1])
-    return GridProgram(program, p, rows.shape[0], grid_line(cells, grid, decay), offsets, bound, mass)
+    scale = cost_scale(cost)
+    program = cp.Problem(cp.Minimize(scale * cost @ p), [rows @ z <= 0, mass @ p == 1])
+    return GridProgram(program, p, rows.shape[0], grid_line(cells, grid, decay), offsets, bound, mass, scale)
 
 
 def grid_rows(shifts: np.ndarray, sensitivity: float, grid: int, window: int) -> tuple[int, int]:

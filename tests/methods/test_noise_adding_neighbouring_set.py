@@ -109,3 +109,16 @@ def test_grid_lp_up_to_its_largest_epsilon_and_refused_beyond():
         dpopt.solve(beyond, "lp")
     assert info.value.parameter == "method"
     assert "lp" not in [s.method for s in dpopt.compare(beyond)]
+
+
+@pytest.mark.parametrize("epsilon", [1e-10, 1e-9, 1e-7])
+def test_the_grid_lp_at_tiny_epsilon_is_certified_and_refused_below_its_floor(epsilon):
+    # its tail costs grow as 1 / (1 - alpha)^2: HiGHS read them as infinite at 1e-9 (exit 3)
+    from dpopt.methods.noise_adding import GRID_LP_MIN_EPSILON
+
+    problem = dpopt.NeighbouringSetNoise(neighbouring_set=[[0, 1001]], epsilon=epsilon, cost="absolute", grid=10, window=4)
+    lp = dpopt.solve(problem, "lp")
+    assert lp.certificate.ok
+    assert lp.objective == pytest.approx(dpopt.solve(problem, "staircase").objective, rel=1e-6)
+    below = dpopt.NeighbouringSetNoise(neighbouring_set=[[0, 1001]], epsilon=GRID_LP_MIN_EPSILON / 100, cost="absolute", grid=10, window=4)
+    assert "lp" not in {m.name for m in dpopt.methods_for(below)}
