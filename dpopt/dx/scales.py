@@ -499,14 +499,14 @@ def _single_query_program(query: Any, metric: DXMetric, reduce: bool, solver: st
     def solve(rows: np.ndarray) -> tuple[np.ndarray, float]:
         delta = cp.Variable(metric.size, name="delta")
         g = cp.Variable(nonneg=True, name="gamma")
-        # each row over its distance: |target_i - target_j| / d <= 1 by the choice of unit, so
-        # the rows stay of order one however large the distances (epsilon = 1e15 on the
-        # hotspots left coefficients of 1e16 beside 1e-3, and Clarabel called it infeasible)
-        # (coincident elements, d = 0, keep |gap| <= 0)
-        apart = d[rows] > 0
-        inverse = np.where(apart, 1.0 / np.where(apart, d[rows], 1.0), 1.0)
-        gap = (target[i[rows]] - target[j[rows]]) * inverse + cp.multiply(step * inverse, delta[i[rows]] - delta[j[rows]])
-        program = cp.Problem(cp.Minimize(objective(delta, g)), [cp.abs(gap) <= g * apart.astype(float)])
+        # each row over the larger of its distance and the step: |target_i - target_j| <= d by
+        # the choice of unit, so every coefficient is at most one whatever the metric's scale
+        # (unscaled, epsilon = 1e15 on the hotspots put coefficients of 1e16 beside the step's
+        # 1e-3 and Clarabel called it infeasible; over d alone, epsilon = 1e-9 put 1e5 on delta
+        # and Clarabel ended "optimal_inaccurate")
+        scale = 1.0 / np.maximum(d[rows], step)
+        gap = (target[i[rows]] - target[j[rows]]) * scale + cp.multiply(step * scale, delta[i[rows]] - delta[j[rows]])
+        program = cp.Problem(cp.Minimize(objective(delta, g)), [cp.abs(gap) <= g * (d[rows] * scale)])
         _run_conic(program, solver, f"dx {what}")
         return target + step * np.asarray(delta.value, dtype=float), float(g.value)
 

@@ -135,9 +135,9 @@ def test_exact_surrogate_beats_the_papers_closed_form_and_is_private(records):
     assert surrogate_objective(transformed, c, q, records) <= surrogate_objective(q / c0, c0, q, records) * (1 + 1e-9)
 
 
-@pytest.mark.parametrize("epsilon", [1e-3, 1.0, 1e15])  # 1e15: the largest a metric's epsilon may be
+@pytest.mark.parametrize("epsilon", [1e-13, 1e-9, 1e-3, 1.0, 1e15])  # 1e15: the largest a metric's epsilon may be
 def test_single_query_programs_solve_at_every_metric_scale(epsilon):
-    # distances of up to 1e17 beside a step of 1 / n once left Clarabel calling the surrogate
+    # distances of up to 1e17 (or of 1e-8) beside a step of 1 / n once left Clarabel calling the surrogate
     # "infeasible" (the hotspots problem file at epsilon = 1e15, exit 3)
     from dpopt.dx.scales import exact_lp_bound, exact_surrogate, lp_bound_objective, surrogate_objective
 
