@@ -1,7 +1,7 @@
 """Methods for :class:`~dpopt.problems.finite_query.FiniteQuery` (Wu-Xia-He on a finite universe).
 
 * ``lp`` -- the optimal mechanism (:mod:`dpopt.programs.finite_query`), repaired to exact
-  privacy by the smallest mix with the uniform mechanism, certified.
+  privacy by the smallest mix with a constant mechanism (:func:`mix_until_certified`), certified.
 * ``value_lp`` -- the best mechanism whose row depends on a dataset only through its value
   (:class:`~dpopt.programs.finite_query.ValueQuotient`: the LP with one row per value), an
   upper bound on the LP optimum and a lower bound on every value-based construction; ``auto``
@@ -87,9 +87,16 @@ def graph_majorant(problem: FiniteQuery, x: np.ndarray) -> np.ndarray:
 
 
 def mix_until_certified(problem: FiniteQuery, x: np.ndarray) -> tuple[np.ndarray, Certificate]:
-    """Clip; raise to the smallest private majorant; renormalise; then mix with the uniform
-    mechanism (private with slack for every pair) by the smallest weight, found by
-    bisection, that makes the certificate pass."""
+    """Clip; raise to the smallest private majorant; renormalise; then mix with a constant
+    mechanism (one row for every dataset: private with slack for every pair) by the smallest
+    weight, found by bisection, that makes the certificate pass.
+
+    Two constant rows are tried and the cheaper mix kept: the uniform row, and the column
+    means of the majorant (positive wherever a column has mass, so it can clear every
+    violation). At tiny epsilon the rows are nearly equal and their mean costs what they
+    do, where the uniform row costs far more: on the 156 six-node graphs at epsilon = 1e-6
+    a uniform weight of 3.2e-5 left the objective 6.6e-5 above the certified bound.
+    """
     y = np.clip(x, 0.0, None)
     y /= y.sum(axis=1, keepdims=True)
     cert = certify_finite(problem, y, repair="clip", method="measured")
@@ -100,16 +107,22 @@ def mix_until_certified(problem: FiniteQuery, x: np.ndarray) -> tuple[np.ndarray
     cert = certify_finite(problem, y, repair="clip+majorant", method="measured")
     if cert.ok:
         return y, cert
-    uniform = np.full_like(y, 1.0 / y.shape[1])
+    mixes = [_least_mix(problem, y, np.full_like(y, 1.0 / y.shape[1]), "uniform"),
+             _least_mix(problem, y, np.broadcast_to(y.mean(axis=0), y.shape), "column_mean")]
+    return min(mixes, key=lambda mix: problem.objective_of(mix[0]))
+
+
+def _least_mix(problem: FiniteQuery, y: np.ndarray, constant: np.ndarray, name: str) -> tuple[np.ndarray, Certificate]:
+    """``(1 - w) y + w constant`` with the least w (bisection) whose certificate passes."""
     low, high = 0.0, 1.0
     for _ in range(60):
         middle = (low + high) / 2
-        if certify_finite(problem, (1 - middle) * y + middle * uniform).ok:
+        if certify_finite(problem, (1 - middle) * y + middle * constant).ok:
             high = middle
         else:
             low = middle
-    mixed = (1 - high) * y + high * uniform
-    return mixed, certify_finite(problem, mixed, repair="clip+majorant+uniform_mix", weight=high, method="measured")
+    mixed = (1 - high) * y + high * constant
+    return mixed, certify_finite(problem, mixed, repair=f"clip+majorant+{name}_mix", weight=high, method="measured")
 
 
 def _solution(problem: FiniteQuery, x: np.ndarray, cert: Certificate, *, exact: bool, **fields: Any) -> Solution:
