@@ -66,6 +66,12 @@ def forward_window_losses(p: np.ndarray, reach: int) -> np.ndarray:
     return ahead
 
 
+def _total_mass(window: np.ndarray, period: int, decay: float) -> float:
+    """A window's mass with its periodic tails: its sum plus ``sum_k decay^k`` times its end periods."""
+    s1, _, _ = tail_sums(decay)
+    return float(window.sum() + s1 * (window[:period].sum() + window[-period:].sum()))
+
+
 @dataclass(frozen=True, eq=False)
 class PeriodicNoise:
     """Noise on the integers given by its window and periodic geometric tails.
@@ -114,9 +120,7 @@ class PeriodicNoise:
         every ratio, so privacy is unchanged.
         """
         w = np.asarray(window, dtype=float)
-        s1, _, _ = tail_sums(decay)
-        half = w.size // 2
-        total = w.sum() + s1 * (w[:period].sum() + w[-period:].sum()) if half >= period >= 1 else 1.0
+        total = _total_mass(w, period, decay) if w.size // 2 >= period >= 1 else 1.0  # else refused by cls
         return cls(w / total, period, decay)
 
     @classmethod
@@ -143,8 +147,7 @@ class PeriodicNoise:
         return self.window[-self.period :]  # p(M - Delta + 1), ..., p(M)
 
     def total_mass(self) -> float:
-        s1, _, _ = tail_sums(self.decay)
-        return float(self.window.sum() + s1 * (self._left_period.sum() + self._right_period.sum()))
+        return _total_mass(self.window, self.period, self.decay)
 
     def pmf(self, z: Any) -> np.ndarray:
         """``Pr[Z = z]`` for integer z (any magnitude)."""
