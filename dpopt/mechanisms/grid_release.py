@@ -159,7 +159,8 @@ class GridGaussian:
         while discrete_gaussian_delta(float(high), eps, s) > target:
             high *= 2
             if high > 2**20:
-                raise fail("delta", OWNER, "large enough for a grid variance below 2**20 (coarsen the grid)", target)
+                raise fail("delta", OWNER, f"large enough for a grid variance below 2**20 at epsilon = {eps:.3g} "
+                           "(a larger delta or epsilon, or a coarser grid)", target)
         while high - low > Fraction(1, VARIANCE_DENOMINATOR):  # bisection on the 1/1024 lattice
             mid = Fraction(math.floor((low + high) / 2 * VARIANCE_DENOMINATOR), VARIANCE_DENOMINATOR)
             if mid <= low:

@@ -148,3 +148,12 @@ def test_grid_points_are_the_nearest_doubles_to_j_times_the_shortest_decimal(gri
     expected = [float(j * decimal) for j in cells]
     np.testing.assert_array_equal(grid_points(np.array(cells, dtype=np.int64), grid), expected)
     np.testing.assert_array_equal(grid_points(np.array(cells, dtype=object), grid), expected)
+
+
+def test_a_variance_beyond_the_lattice_is_refused_naming_epsilon_too():
+    # at epsilon = 1e-9 the refusal named only delta and the grid; epsilon is what a user changes
+    from dpopt.mechanisms.grid_release import GridGaussian
+    from dpopt.validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match=r"delta.*at epsilon = 1e-09.*a larger delta or epsilon"):
+        GridGaussian(sensitivity=1.0, epsilon=1e-9, delta=1e-5)
