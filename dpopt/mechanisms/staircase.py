@@ -29,10 +29,9 @@ geometric mechanism.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
-
-import math
 
 import numpy as np
 

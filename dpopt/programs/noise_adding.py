@@ -103,7 +103,8 @@ def build_noise_program(problem: NoiseAdding) -> tuple[cp.Problem, cp.Expression
     rows, table = line_privacy_rows(window_line(m, d, b), 2 * m + 1, window_shifts(d), b, 1.0)
     z = cp.Variable(2 * m + 1 + table.variables, nonneg=True, name="window_and_table")
     p = z[: 2 * m + 1] if table.variables else z
-    objective = cp.Minimize(noise_objective_scale(problem) * cost_vector(m, d, b, problem.power) @ p)
+    cost = cost_vector(m, d, b, problem.power)
+    objective = cp.Minimize(cost_scale(cost) * cost @ p)  # the scale noise_objective_scale reports
     return cp.Problem(objective, [rows @ z <= 0, mass_vector(m, d, b) @ p == 1]), p
 
 
