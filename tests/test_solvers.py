@@ -24,6 +24,27 @@ def test_a_first_attempt_that_fails_falls_back_to_the_retries():
     assert run_program(program, owner="test", highs_first={"solver": "no_such_method"}).objective == pytest.approx(2.0, rel=1e-9)
 
 
+def test_when_every_simplex_and_crossover_fail_the_interior_point_alone_is_the_last_retry(monkeypatch):
+    """The count_query interaction LP at n = 200 under zero-one loss ended in "Solve error" for
+    dual simplex, both simplex retries and the interior point with crossover (exit 3, 60 s);
+    the interior point without crossover solves it. Here every attempt but that one fails."""
+    import dpopt.solvers as solvers
+
+    real = solvers._attempt
+    tried = []
+
+    def only_the_bare_interior_point(program, name, options):
+        tried.append(options.get("highs_options", {}))
+        if options.get("highs_options", {}).get("run_crossover") == "off":
+            return real(program, name, options)
+        return "solver_error: Solve error"
+
+    monkeypatch.setattr(solvers, "_attempt", only_the_bare_interior_point)
+    program, _ = small_lp()
+    assert run_program(program, owner="test").objective == pytest.approx(2.0, rel=1e-8)
+    assert len(tried) == 5 and tried[-1] == {"solver": "ipm", "run_crossover": "off"}
+
+
 def test_highs_options_do_not_reach_other_solvers():
     program, _ = small_lp()
     assert run_program(program, solver="CLARABEL", owner="test", highs_first={"solver": "ipm"}).objective == pytest.approx(2.0, rel=1e-6)

@@ -190,3 +190,39 @@ def test_interaction_is_exact_up_to_its_largest_alpha_and_refused_beyond(loss):
     assert "interaction" not in {m.name for m in dpopt.methods_for(beyond)}
     with pytest.raises(InvalidParameterError, match="alpha <= 0.999"):
         dpopt.solve(beyond, "interaction")
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.integers(1, 25), st.floats(0.05, 0.95), st.sampled_from(["absolute", "squared", "zero_one"]), st.integers(0, 25),
+       st.integers(0, 25))
+def test_lp_and_interaction_carry_valid_lower_bounds(n, alpha, loss, a, b):
+    """Each route's bound from its own duals is at most the optimum (factored, certified
+    independently) and at most its own objective; "optimal" is claimed only within 1e-9."""
+    lower, upper = sorted((min(a, n), min(b, n)))
+    problem = dpopt.CountQuery(n=n, alpha=alpha, loss=loss, side_information={"lower": lower, "upper": upper})
+    optimum = dpopt.solve(problem, "factored")
+    for method in ("lp", "interaction"):
+        solution = dpopt.solve(problem, method)
+        bound = solution.details["lower_bound"]
+        assert bound <= optimum.objective + 1e-12 * max(1.0, optimum.objective)
+        assert bound <= solution.objective + 1e-12 * max(1.0, solution.objective)
+        assert solution.exact == (solution.status == "optimal")
+        if solution.exact:
+            assert solution.objective - optimum.details["lower_bound"] <= 1e-9 * solution.objective + 1e-12
+
+
+@pytest.mark.parametrize("n", [60, 100])
+def test_lp_repaired_above_the_optimum_is_not_called_exact(n):
+    """Squared loss, S = {8..20}, alpha = 0.5: the GS LP's point is feasible to HiGHS's 1e-10,
+    and its repair (majorant and mix) costs up to that times the loss (4e4 at n = 200):
+    1.3e-6 above the optimum at n = 60, 1e-5 at n = 100; it was reported "optimal" and exact.
+    Its own dual bound is tight (within 1e-9 of factored's) and says how far it is."""
+    problem = dpopt.CountQuery(n=n, alpha=0.5, loss="squared", side_information={"lower": 8, "upper": 20})
+    optimum = dpopt.solve(problem, "factored").objective
+    lp = dpopt.solve(problem, "lp")
+    assert lp.certificate.ok
+    assert lp.details["lower_bound"] == pytest.approx(optimum, rel=1e-9)
+    assert lp.objective > optimum * (1 + 1e-7)
+    assert not lp.exact and lp.status == "gap_above_tolerance"
+    interaction = dpopt.solve(problem, "interaction")
+    assert interaction.exact and interaction.objective == pytest.approx(optimum, rel=1e-9)
