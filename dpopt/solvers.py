@@ -172,18 +172,20 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
     alpha = 0.9), then without scaling (with its default scaling, HiGHS has returned
     GS LP solutions whose row sums are off by 4e-6 at n = 100), then with the
     interior-point solver and crossover (dual simplex has stopped with "Solve error"
-    on a well-posed zero-one instance), then without crossover (the count_query
-    interaction LP at n = 200 under zero-one loss: every simplex and the crossover
-    ended in "Solve error", the interior point alone was within 1.5e-9 of the optimum).
-    An interior point is feasible to the tolerance like any other; callers certify the
-    result and bound its gap as always.
+    on a well-posed zero-one instance), and, only if every attempt failed, without
+    crossover (the count_query interaction LP at n = 200 under zero-one loss: every
+    simplex and the crossover ended in "Solve error", the interior point alone was within
+    1.5e-9 of the optimum). An interior point is feasible to the tolerance like any other;
+    callers certify the result and bound its gap as always. The attempt kept is the most
+    feasible one, with its own constraint duals (a certified bound read from another
+    attempt's duals is valid but looser).
     """
     name = _check_solver(solver or default_solver(program.is_dcp() and _is_lp(program)), owner)
     if name == "HIGHS":
         absorb_highs_banner()
     options = dict(SOLVER_OPTIONS.get(name, {}))
     start = time.perf_counter()
-    best: tuple[float, float, list[Any]] | None = None  # (violation, objective, variable values)
+    best: _Snapshot | None = None
     first = {**options, "highs_options": dict(highs_first)} if name == "HIGHS" and highs_first else options
     status = _attempt(program, name, first)
     if status == cp.OPTIMAL:
@@ -193,29 +195,48 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
             {"presolve": "off"},
             {"presolve": "off", "simplex_scale_strategy": 0},
             {"highs_options": {"solver": "ipm", "run_crossover": "on"}},
-            {"highs_options": {"solver": "ipm", "run_crossover": "off"}},
         )
-        for retry in retries:
-            if best is not None and best[0] <= VIOLATION_RETRY:
+        for retry in (*retries, LAST_RESORT):
+            if best is not None and (best.violation <= VIOLATION_RETRY or retry is LAST_RESORT):
                 break
             status = _attempt(program, name, {**options, **retry})
             if status == cp.OPTIMAL:
                 candidate = _snapshot(program)
-                if best is None or candidate[0] < best[0]:
+                if best is None or candidate.violation < best.violation:
                     best = candidate
     seconds = time.perf_counter() - start
     if best is None:
         raise SolverError(name, str(status), f"({owner})")
-    violation, objective, values = best
-    for variable, value in zip(program.variables(), values):
-        variable.project_and_assign(value)  # the most feasible attempt (clipped to its domain)
+    best.restore(program)
     return SolveInfo(
-        solver=name, status=cp.OPTIMAL, seconds=seconds, objective=objective, max_violation=violation
+        solver=name, status=cp.OPTIMAL, seconds=seconds, objective=best.objective, max_violation=best.violation
     )
 
 
-def _snapshot(program: cp.Problem) -> tuple[float, float, list[Any]]:
-    return max_violation(program), float(program.value), [v.value.copy() for v in program.variables()]
+#: HiGHS's attempt when every other one failed: the interior point without crossover.
+LAST_RESORT: dict[str, Any] = {"highs_options": {"solver": "ipm", "run_crossover": "off"}}
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """One attempt's point: its largest violation, objective, variable values and constraint duals."""
+
+    violation: float
+    objective: float
+    values: list[Any]
+    duals: list[Any]
+
+    def restore(self, program: cp.Problem) -> None:
+        for variable, value in zip(program.variables(), self.values):
+            variable.project_and_assign(value)  # clipped to its domain
+        for constraint, dual in zip(program.constraints, self.duals):
+            if dual is not None:
+                constraint.save_dual_value(dual)
+
+
+def _snapshot(program: cp.Problem) -> _Snapshot:
+    duals = [None if c.dual_value is None else np.array(c.dual_value, copy=True) for c in program.constraints]
+    return _Snapshot(max_violation(program), float(program.value), [v.value.copy() for v in program.variables()], duals)
 
 
 #: The largest x for which a program may hold e^x as a coefficient (a privacy row's
