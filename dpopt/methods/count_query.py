@@ -49,7 +49,7 @@ from dpopt.validation import check_array
 from dpopt.solution import Solution, mechanism_frame
 from dpopt.solvers import run_program
 
-__all__ = ["gs_dual_bound", "interaction_dual_bound", "optimal_interaction", "row_losses", "worst_case_loss"]
+__all__ = ["gs_dual_bound", "interaction_dual_bound", "optimal_interaction", "remap_dual_bound", "row_losses", "worst_case_loss"]
 
 KIND = "count_query"
 #: Largest relative gap between the bounds for which the factored route reports "optimal".
@@ -268,11 +268,27 @@ def optimal_interaction(problem: CountQuery, deployed: np.ndarray, *, solver: st
     remap /= remap.sum(axis=1, keepdims=True)
     x = program.deployed @ remap
     cert = certify(x, problem.epsilon, method="post-processing of the deployed mechanism, measured")
+    objective = worst_case_loss(problem, x)
+    closed, bounds = _bounds(problem, objective, remap_dual_bound(problem, program.deployed, program.program.constraints[1].dual_value))
     solution = _solution(
-        problem, x, cert, method="interaction", solver=info.solver, status=info.status,
-        details={"solver_objective": info.objective, "remap": mechanism_frame(remap, columns=range(problem.n + 1))},
+        problem, x, cert, method="interaction", solver=info.solver, status="optimal" if closed else "gap_above_tolerance",
+        details={"solver_objective": info.objective, **bounds, "remap": mechanism_frame(remap, columns=range(problem.n + 1))},
     )
-    return solution.with_timing(method="interaction", exact=True, seconds=time.perf_counter() - start)
+    return solution.with_timing(method="interaction", exact=closed, seconds=time.perf_counter() - start)
+
+
+def remap_dual_bound(problem: CountQuery, deployed: np.ndarray, loss_duals: Any) -> float:
+    """A lower bound on the best remap of ``deployed`` from any multipliers of its loss rows.
+
+    For a prior ``mu`` on S (the duals clipped and normalised), a consumer who sees output r of
+    y answers the r' of least ``sum_i mu_i y[i, r] l(i, r')``; the sum of those minima over r is
+    at most the worst loss of every remap (weak duality). Returns -inf without duals.
+    """
+    scaled = _normalised_multipliers(problem, loss_duals)
+    if scaled is None:
+        return -np.inf
+    costs = np.asarray(deployed, dtype=float).T @ (scaled[0][:, None] * problem.loss_matrix)
+    return float(costs.min(axis=1).sum())
 
 
 def _factored_cost(problem: CountQuery) -> float:

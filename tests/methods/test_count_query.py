@@ -226,3 +226,25 @@ def test_lp_repaired_above_the_optimum_is_not_called_exact(n):
     assert not lp.exact and lp.status == "gap_above_tolerance"
     interaction = dpopt.solve(problem, "interaction")
     assert interaction.exact and interaction.objective == pytest.approx(optimum, rel=1e-9)
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(st.integers(1, 8), st.integers(1, 10), st.sampled_from(["absolute", "squared", "zero_one"]), st.integers(0, 2**32 - 1))
+def test_the_consumers_remap_of_any_deployed_mechanism_carries_a_valid_bound(n, outputs, loss, seed):
+    """optimal_interaction's bound (weak duality in T) against the remap LP solved by Clarabel,
+    an independent solver; "optimal" only where the bound meets the objective within 1e-9."""
+    from dpopt.methods.count_query import optimal_interaction
+    from dpopt.programs.count_query import build_interaction_program
+
+    rng = np.random.default_rng(seed)
+    y = rng.random((n + 1, outputs)) + 0.05
+    y /= y.sum(axis=1, keepdims=True)
+    problem = dpopt.CountQuery(n=n, alpha=0.5, loss=loss)
+    result = optimal_interaction(problem, y)
+    independent = build_interaction_program(problem, y)
+    independent.program.solve(solver="CLARABEL")
+    bound = result.details["lower_bound"]
+    assert bound <= independent.program.value + 1e-7 and bound <= result.objective + 1e-12
+    assert result.exact == (result.status == "optimal")
+    if result.exact:
+        assert result.objective == pytest.approx(independent.program.value, rel=1e-6, abs=1e-8)
