@@ -31,8 +31,8 @@ from dpopt.certificates import Certificate, log_ratios
 from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.mechanisms import set_sequences as seq
 from dpopt.problems.finite_query import FiniteQuery
-from dpopt.programs.finite_query import (MAX_PRIVACY_ROWS, ValueQuotient, build_finite_program, check_lp_size, class_edges,
-                                         loss_classes, solve_finite_lp)
+from dpopt.programs.finite_query import (MAX_PRIVACY_ROWS, ScaledLoss, ValueQuotient, build_finite_program, check_lp_size,
+                                         class_edges, loss_classes, loss_scale, solve_finite_lp)
 from dpopt.registry import register, register_reader
 from dpopt.solution import Solution, mechanism_frame
 from dpopt.solvers import MAX_COEFFICIENT_EXPONENT
@@ -199,9 +199,10 @@ def _optimal_rows(problem: FiniteQuery, solver: str | None) -> tuple[np.ndarray,
     if solver is not None and solver.upper() != "HIGHS":
         from dpopt.solvers import run_program
 
-        program = build_finite_program(problem)
+        scale = loss_scale(problem.loss_matrix)  # the program in units its solver can read
+        program = build_finite_program(ScaledLoss(problem, scale) if scale != 1.0 else problem)
         info = run_program(program.program, solver=solver, owner="finite_query lp")
-        return program.x.value, {"solver_objective": info.objective}, info.solver
+        return program.x.value, {"solver_objective": info.objective * scale}, info.solver
     result = solve_finite_lp(problem)
     lower_bound = max(result.lower_bound, _cheapest_outputs_bound(problem))
     details = {"solver_objective": result.objective, "privacy_rows": result.privacy_rows, "lower_bound": lower_bound,

@@ -223,9 +223,11 @@ still not met (see ``benchmarks/finite_query.py``).
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import highspy
 import numpy as np
@@ -241,7 +243,7 @@ from dpopt.solvers import SOLVER_OPTIONS
 from dpopt.validation import SolverError, fail
 
 __all__ = ["DatasetQuotient", "DatasetRelaxation", "FiniteProgram", "LPResult", "MAX_PRIVACY_ROWS", "ReducedMinimaxLP",
-           "ValueQuotient", "build_finite_program", "check_lp_size", "class_edges", "distance_classes", "dual_weights",
+           "ScaledLoss", "ValueQuotient", "loss_scale", "build_finite_program", "check_lp_size", "class_edges", "distance_classes", "dual_weights",
            "loss_classes", "relaxation_lower_bound",
            "solve_by_quotients", "solve_finite_lp"]
 
@@ -742,6 +744,40 @@ def _interior_point_options(crossover: bool) -> dict[str, object]:
     return {**HIGHS_OPTIONS, "solver": "ipm", "run_crossover": "on" if crossover else "off"}
 
 
+#: Losses whose largest entry lies outside [2**-LOSS_RANGE, 2**LOSS_RANGE] are solved scaled
+#: (:func:`loss_scale`). HiGHS refuses matrix entries above 1e15 ("Empty": outputs at +-1e15 under
+#: absolute loss) and drops those below ``small_matrix_value`` (1e-12: values 1e-12 apart).
+LOSS_RANGE = 20
+
+
+def loss_scale(loss: np.ndarray) -> float:
+    """1, or the power of two nearest the largest loss when that lies outside
+    ``[2**-LOSS_RANGE, 2**LOSS_RANGE]``: dividing by it is exact, and so is multiplying the
+    scaled LP's objective and certified bound back."""
+    largest = float(np.max(loss)) if loss.size else 0.0
+    if largest == 0.0 or 2.0**-LOSS_RANGE <= largest <= 2.0**LOSS_RANGE:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(largest)[1] - 1)
+
+
+class ScaledLoss:
+    """A problem seen with its loss matrix divided by ``scale`` (a power of two); everything
+    else (universe, privacy pairs, side information, weights) is the problem's own. The LP's
+    mechanism is the same for any positive scale; its objective and bounds scale with it."""
+
+    def __init__(self, problem: FiniteQuery, scale: float) -> None:
+        self._problem = problem
+        self.scale = scale
+        self.loss_matrix = problem.loss_matrix / scale
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._problem, name)
+
+    def objective_of(self, mechanism: np.ndarray) -> float:
+        """The problem's objective of ``mechanism`` in the scaled units."""
+        return self._problem.objective_of(mechanism) / self.scale
+
+
 def solve_finite_lp(problem: FiniteQuery) -> LPResult:
     """The LP optimum through its dual: HiGHS's interior point (+ crossover up to :data:`CROSSOVER_ROWS`).
 
@@ -756,6 +792,10 @@ def solve_finite_lp(problem: FiniteQuery) -> LPResult:
     """
     start = time.perf_counter()
     rows = check_lp_size(problem)
+    scale = loss_scale(problem.loss_matrix)
+    if scale != 1.0:
+        result = solve_finite_lp(ScaledLoss(problem, scale))  # type: ignore[arg-type]
+        return dataclasses.replace(result, objective=result.objective * scale, lower_bound=result.lower_bound * scale)
     if problem.objective == "minimax" and rows > QUOTIENT_ROWS:
         merged = solve_by_quotients(problem, rows, start)
         if merged is not None:

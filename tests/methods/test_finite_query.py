@@ -542,3 +542,29 @@ def test_a_zero_optimum_reports_a_zero_gap():
         assert solution.objective == pytest.approx(0.0, abs=1e-12)
         assert solution.details["lower_bound"] == 0.0 and solution.details["optimality_gap"] <= 1e-12
         assert solution.exact and solution.certificate.ok
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(universe=universes(), exponent=st.sampled_from([-60, -43, -30, 25, 40, 45]), loss=st.sampled_from(["absolute", "squared"]),
+       objective=st.sampled_from(["minimax", "average"]), epsilon=st.floats(0.2, 3.0))
+def test_the_lp_is_the_same_at_every_scale_of_the_values(universe, exponent, loss, objective, epsilon):
+    """Values times 2^k scale the loss exactly by 2^k (absolute) or 4^k (squared), so the LP's
+    optimum and bound scale with it. HiGHS refuses coefficients above 1e15 and drops those
+    below 1e-12: at 2^40 squared loss ended in "Empty" (exit 3), and at 2^-43 the lp was
+    three times the optimum ("gap_above_tolerance"), until the loss was solved scaled."""
+    unit = dpopt.solve(dpopt.FiniteQuery(universe=universe, epsilon=epsilon, loss=loss, objective=objective), "lp")
+    factor = 2.0 ** (exponent * (1 if loss == "absolute" else 2))
+    scaled_universe = dict(universe, values=[v * 2.0**exponent for v in universe["values"]])
+    scaled = dpopt.solve(dpopt.FiniteQuery(universe=scaled_universe, epsilon=epsilon, loss=loss, objective=objective), "lp")
+    assert scaled.certificate.ok and scaled.exact == unit.exact
+    assert scaled.objective / factor == pytest.approx(unit.objective, rel=1e-7, abs=1e-12)
+    assert scaled.details["lower_bound"] / factor == pytest.approx(unit.details["lower_bound"], rel=1e-7, abs=1e-12)
+
+
+def test_outputs_at_the_largest_magnitude_are_solved_by_the_lp():
+    """Outputs at +-1e15 beside values 0..8: every loss entry of 1e15 was a coefficient HiGHS
+    refuses (status "Empty", exit 3). Releasing 0 always is optimal (worst loss 8, the largest value)."""
+    universe = {"type": "explicit", "values": [0, 1, 2, 4, 5, 8], "neighbours": [[0, 1], [1, 2], [2, 3], [1, 4], [4, 5], [3, 5]]}
+    solution = dpopt.solve(dpopt.FiniteQuery(universe=universe, epsilon=0.7, outputs=[-1e15, 0, 1e15]), "lp")
+    assert solution.exact and solution.certificate.ok
+    assert solution.objective == pytest.approx(8.0, rel=1e-9) and solution.details["lower_bound"] == pytest.approx(8.0, rel=1e-9)
