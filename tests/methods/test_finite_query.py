@@ -568,3 +568,20 @@ def test_outputs_at_the_largest_magnitude_are_solved_by_the_lp():
     solution = dpopt.solve(dpopt.FiniteQuery(universe=universe, epsilon=0.7, outputs=[-1e15, 0, 1e15]), "lp")
     assert solution.exact and solution.certificate.ok
     assert solution.objective == pytest.approx(8.0, rel=1e-9) and solution.details["lower_bound"] == pytest.approx(8.0, rel=1e-9)
+
+
+@pytest.mark.parametrize("far", [1e6, 1e15])
+def test_constructions_with_far_outputs_match_those_with_near_ones(far):
+    """Outputs at +-1e15 over a sensitivity of 4 have set indices near 2.5e14: eps I and its
+    logsumexp differed by ulps of 0.016 and the staircase, utility-first and ladder rows summed
+    to 1 +- 0.008 (certificate failed). The indices' differences are those of outputs at +-100,
+    so the mechanisms must be the same."""
+    universe = {"type": "explicit", "values": [0, 1, 2, 4, 5, 8], "neighbours": [[0, 1], [1, 2], [2, 3], [1, 4], [4, 5], [3, 5]]}
+    near = dpopt.FiniteQuery(universe=universe, epsilon=0.7, outputs=[-100, 100])
+    distant = dpopt.FiniteQuery(universe=universe, epsilon=0.7, outputs=[-far, far])
+    names = {m.name for m in dpopt.methods_for(near)} - {"lp", "value_lp"}
+    assert {"staircase", "utility_first", "ladder"} <= names == {m.name for m in dpopt.methods_for(distant)} - {"lp", "value_lp"}
+    for name in sorted(names):
+        a, b = dpopt.solve(near, name), dpopt.solve(distant, name)
+        assert a.certificate.ok and b.certificate.ok, name
+        np.testing.assert_allclose(b.mechanism.to_numpy(), a.mechanism.to_numpy(), atol=1e-12, err_msg=name)
