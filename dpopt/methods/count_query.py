@@ -22,8 +22,9 @@ and reports "optimal" (``exact``) only when the two meet within :data:`GAP_TOLER
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
-from typing import Any
+from typing import Any, Callable
 
 from scipy import sparse
 
@@ -110,6 +111,10 @@ def _factored_memory(problem: CountQuery) -> tuple[float, str]:
 
 @register(KIND, "lp", exact=True, uses_solver=True, cost=_lp_cost, memory=_lp_memory, summary="GS LP (Section 2.5)")
 def solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
+    return _in_loss_units(problem, lambda scaled: _solve_lp(scaled, solver, repair))
+
+
+def _solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
     program = build_gs_program(problem)
     info = run_program(program.program, solver=solver, owner="count_query lp")
     if repair:
@@ -210,6 +215,10 @@ def solve_interaction(problem: CountQuery, solver: str | None, repair: bool) -> 
     """The program's x read back as ``G T`` with ``T = G^{-1} x`` clipped to >= 0 and renormalised
     (any row-stochastic T keeps G's privacy), held factored: certified in log space and sampled
     exactly at any n epsilon, where the dense ``G T`` underflows (n epsilon > 708)."""
+    return _in_loss_units(problem, lambda scaled: _solve_interaction(scaled, solver))
+
+
+def _solve_interaction(problem: CountQuery, solver: str | None) -> Solution:
     program = build_geometric_interaction_program(problem)
     info = run_program(program.program, solver=solver, owner="count_query interaction")
     remap = np.clip(geometric_inverse(problem.n, problem.alpha) @ program.x.value, 0.0, None)
@@ -222,6 +231,35 @@ def solve_interaction(problem: CountQuery, solver: str | None, repair: bool) -> 
         details={"solver_objective": info.objective, "solver_max_violation": info.max_violation, **bounds,
                  "remap": mechanism_frame(mechanism.remap.toarray())},
     )
+
+
+#: A loss table whose largest entry lies outside [2**-LOSS_RANGE, 2**LOSS_RANGE] is solved
+#: divided by the power of two nearest it (:func:`_in_loss_units`).
+LOSS_RANGE = 20
+#: Details that are losses, multiplied back by the scale.
+_LOSS_DETAILS = ("lower_bound", "upper_bound", "gap", "solver_objective")
+
+
+def _in_loss_units(problem: CountQuery, run: Callable[[CountQuery], Solution]) -> Solution:
+    """``run(problem)``, for a loss table far from order one on the table divided by an exact power of two.
+
+    The programs' tolerances are absolute: HiGHS drops matrix entries below 1e-12 and the
+    bounds' gap test allows 1e-13 (for an optimum of 0). A table times 1e-14 was "optimal" at
+    the geometric mechanism's objective (22% above the optimum) with a lower bound of 0. The
+    mechanism is the same for every positive scale; its losses and bounds are multiplied back.
+    Named losses (|i - r|, (i - r)^2, [i != r]) are solved as they are.
+    """
+    if problem.loss_name != "table":
+        return run(problem)
+    largest = float(problem.loss_matrix.max())
+    if largest == 0.0 or 2.0**-LOSS_RANGE <= largest <= 2.0**LOSS_RANGE:
+        return run(problem)
+    scale = math.ldexp(1.0, math.frexp(largest)[1] - 1)
+    scaled = CountQuery(n=problem.n, alpha=problem.alpha, loss=problem.loss_matrix / scale, side_information=list(problem.support))
+    solution = run(scaled)
+    details = {key: value * scale if key in _LOSS_DETAILS else value for key, value in solution.details.items()}
+    row_loss = None if solution.row_loss is None else solution.row_loss * scale
+    return dataclasses.replace(solution, problem=problem, objective=solution.objective * scale, row_loss=row_loss, details=details)
 
 
 def _geometric_memory(problem: CountQuery) -> tuple[float, str]:
@@ -302,6 +340,10 @@ def _factored_cost(problem: CountQuery) -> float:
     summary="G x sparse remap T by column generation, with certified lower/upper bounds",
 )
 def solve_factored(problem: CountQuery, solver: str | None, repair: bool) -> Solution:
+    return _in_loss_units(problem, _solve_factored)
+
+
+def _solve_factored(problem: CountQuery) -> Solution:
     result = solve_by_column_generation(problem)
     result = dataclasses.replace(result, lower_bound=max(result.lower_bound, _cheapest_output_bound(problem)))
     closed = result.within(GAP_TOLERANCE)
