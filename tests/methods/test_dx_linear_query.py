@@ -289,3 +289,20 @@ def test_bad_release_grids_are_refused_naming_the_field(bad):
     problem = load_problem(PROBLEMS / "dx_example1.toml")
     with pytest.raises(InvalidParameterError, match="release_grid"):
         DXLinearQuery(n=problem.n, query=problem.matrix, metric=problem.metric, release_grid=bad)
+
+
+@pytest.mark.parametrize("exponent", [-30, -20, 17, 25])
+def test_alternating_is_the_same_at_every_scale_of_the_queries(exponent):
+    """Q times 2^k scales c by 2^k and the objective by 4^k, Q' not at all (the metric bounds it).
+    The Q'-step's objective carried 4^k: at 2^25 Clarabel ended in "solver_error" (auto's
+    fallback, exit 3), at 2^-20 it stopped 0.12% above the unit-scale result."""
+    import tomllib
+
+    from dpopt.problem_files import problem_from_dict
+
+    data = tomllib.loads((PROBLEMS / "dx_example1.toml").read_text())
+    unit = dpopt.solve(problem_from_dict(data), "alternating")
+    scaled = problem_from_dict({**data, "query": (np.asarray(data["query"], dtype=float) * 2.0**exponent).tolist()})
+    solution = dpopt.solve(scaled, "alternating")
+    assert solution.certificate.ok
+    assert solution.objective / 4.0**exponent == pytest.approx(unit.objective, rel=1e-7)
