@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import MAX_MAGNITUDE
 from dpopt.dx.smalldb import envelope_breakpoints, lipschitz_approximation
 from dpopt.mechanisms.grid_release import rounded_laplace_release
 from dpopt.mechanisms.laplace import laplace_ppf
@@ -51,7 +52,7 @@ class AttributeScale:
 
 def marginal_attribute_scale(values: Any, distances: Any, n: int) -> AttributeScale:
     """Problem (14) for one attribute: values ``X_i`` (m numbers), their budget metric ``d_i`` (m x m), n rows."""
-    u = check_array(values, "values", OWNER, ndim=1, max_abs=1e12)
+    u = check_array(values, "values", OWNER, ndim=1, max_abs=MAX_MAGNITUDE)
     d = check_array(distances, "distances", OWNER, ndim=2, low=0.0, allow_inf=True)
     rows = check_int(n, "n", OWNER, low=1)
     if d.shape != (u.size, u.size) or u.size < 2 or not np.allclose(d, d.T) or np.any(np.diag(d) != 0):
@@ -112,7 +113,7 @@ class MarginalRelease:
                 raise fail("attributes", OWNER, f"a map constant on attribute {k} wherever d is finite (its scale is 0)", k)
 
     def _rows(self, rows: Any) -> np.ndarray:
-        data = check_array(rows, "rows", OWNER, ndim=2, max_abs=1e12)
+        data = check_array(rows, "rows", OWNER, ndim=2, max_abs=MAX_MAGNITUDE)
         if data.shape != (self.n, len(self.attributes)):
             raise fail("rows", OWNER, f"{self.n} rows of {len(self.attributes)} attributes", data.shape)
         return data

@@ -212,3 +212,23 @@ def test_a_tiny_budget_releases_a_certified_nearly_constant_attribute():
         assert solution.certificate.ok and solution.exact
         objectives.append(solution.objective)
     assert objectives == pytest.approx([objectives[0]] * 3, rel=1e-6)
+
+
+@pytest.mark.parametrize("largest", [3.4e12, 1e15])
+def test_values_up_to_the_largest_magnitude_are_solved_by_every_method(largest):
+    """The problem takes values up to 1e15 (MAX_MAGNITUDE) but problem (14)'s solver refused
+    them beyond 1e12, after the problem was accepted (an income band at 3.4e12: exit 2 from
+    `exact`, naming an array of shape (4,))."""
+    import tomllib
+
+    from dpopt.problem_files import problem_from_dict
+
+    data = tomllib.loads((PROBLEMS / "statistical_marginal.toml").read_text())
+    f = largest / 100
+    data["values"][2] = [x * f for x in data["values"][2]]
+    data["rows"] = [[r[0], r[1], r[2] * f] for r in data["rows"]]
+    problem = problem_from_dict(data)
+    solutions = {m.name: dpopt.solve(problem, m.name) for m in dpopt.methods_for(problem)}
+    assert {"exact", "laplace"} <= set(solutions)
+    assert all(s.certificate.ok and np.isfinite(s.objective) for s in solutions.values())
+    assert solutions["exact"].objective <= solutions["laplace"].objective
