@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.limits import MAX_MAGNITUDE
 from dpopt.mechanisms.piecewise_noise import PiecewiseNoise
 from dpopt.validation import check_array, check_real, fail
 
@@ -119,7 +120,7 @@ def ring_noise(v: np.ndarray, epsilon: float, delta: float = 0.0) -> tuple[Piece
     delta only, so a sweep over epsilon builds them once (a small cache).
     """
     epsilon = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
-    delta = check_real(delta, "delta", OWNER, low=0.0, high=1e12)
+    delta = check_real(delta, "delta", OWNER, low=0.0, high=MAX_MAGNITUDE)  # as the problem allows
     v = np.ascontiguousarray(v, dtype=float)
     if v[-1, 1] == v[-1, 0]:  # i Delta stays an isolated point of A_i: the rings never become bands
         raise fail("neighbouring_set", OWNER, "a set whose largest element Delta lies in an interval of positive length "

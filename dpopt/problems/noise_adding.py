@@ -157,7 +157,7 @@ class NeighbouringSetNoise:
                                                                 high=MAX_MAGNITUDE))
         level = resolve_privacy(self.alpha, self.epsilon, KIND)
         check_choice(self.cost, "cost", KIND, COSTS)
-        delta = check_real(self.delta, "delta", KIND, low=0.0, high=1e6 * float(v.max()))
+        delta = check_real(self.delta, "delta", KIND, low=0.0, high=min(1e6 * float(v.max()), MAX_MAGNITUDE))
         grid = check_int(self.grid, "grid", KIND, low=1, high=100_000)
         window = check_int(self.window, "window", KIND, low=1, high=1000)
         if level.epsilon > UNDERFLOW_EXPONENT / (window + 2):

@@ -229,6 +229,10 @@ def mix_with_strict(p: np.ndarray, q: np.ndarray, rows: sparse.csr_array) -> tup
 # -- the grid LP for a neighbouring set V (Wu-Xia-He Section 6.2) ------------------------
 
 
+#: How many ulps from an integer a shift / step may be and still count as that integer (:func:`grid_shifts`).
+SNAP_ULPS = 64
+
+
 def grid_shifts(shifts: np.ndarray, step: float) -> np.ndarray:
     """Cell offsets j != 0 that some shift in W carries a cell onto, with positive measure.
 
@@ -238,8 +242,12 @@ def grid_shifts(shifts: np.ndarray, step: float) -> np.ndarray:
     ``p_a <= e^eps p_(a+j)`` for these j: the grid LP's feasible set is exactly the private
     densities of the family, not an approximation of it.
     """
-    def snapped(x: np.ndarray) -> np.ndarray:  # Delta / (Delta / P) is P up to rounding
-        return np.where(np.abs(x - np.round(x)) < 1e-9, np.round(x), x)
+    def snapped(x: np.ndarray) -> np.ndarray:
+        # Delta / (Delta / P) is P up to an ulp or two: snap only that, or the LP would need an
+        # offset the staircase does not. Never more: snapping drops an offset, and an absolute
+        # 1e-9 dropped a real one (V = [0, 1] U [1e12 - 1, 1e12]: 49.99999999995 cells became 50,
+        # the LP's density was not private for shifts near 1e12 - 1, and its certificate failed).
+        return np.where(np.abs(x - np.round(x)) <= SNAP_ULPS * np.spacing(np.maximum(np.abs(x), 1.0)), np.round(x), x)
 
     low, high = snapped(shifts[:, 0] / step), snapped(shifts[:, 1] / step)
     offsets = [np.arange(np.floor(lo - 1) + 1, np.ceil(hi + 1)) for lo, hi in zip(low, high)]

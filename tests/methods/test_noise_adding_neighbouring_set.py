@@ -139,3 +139,22 @@ def test_the_grid_lp_is_the_same_at_every_scale_of_the_set(exponent, cost):
     assert b.objective / f**power == pytest.approx(a.objective, rel=1e-7)
     on_grid = min(staircase_noise(scaled.sensitivity, 1.0, r / scaled.grid).moment(power) for r in range(scaled.grid + 1))
     assert b.objective <= on_grid * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("largest", [1e9, 1e12])
+def test_the_grid_lp_keeps_every_offset_a_narrow_interval_reaches(largest):
+    """V = [0, 1] U [D - 1, D]: in cells of D / 50 the far interval starts 50 / D cells short of
+    50, which the snapping of rounding errors (absolute 1e-9) took for 50 at D = 1e12, dropping
+    offset 49: the LP's density failed its certificate (exit 4). Every D of this shape has the
+    same offsets, so the same optimum per unit of D."""
+    reference = dpopt.solve(problem([[0, 1], [1e6 - 1, 1e6]]), "lp")
+    solution = dpopt.solve(problem([[0, 1], [largest - 1, largest]]), "lp")
+    assert solution.certificate.ok
+    assert solution.objective / largest == pytest.approx(reference.objective / 1e6, rel=1e-7)
+
+
+def test_a_delta_the_problem_accepts_the_construction_takes():
+    """delta up to 1e6 max V (and 1e15) is accepted by the problem; Theorem 3's rings refused
+    more than 1e12 after the problem had accepted it (exit 2 from `compositional`)."""
+    solution = dpopt.solve(problem([[0, 1e12]], delta=1e13), "compositional")
+    assert solution.certificate.ok and solution.objective >= dpopt.solve(problem([[0, 1e12]]), "staircase").objective
