@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 import re
 import signal
@@ -26,7 +27,8 @@ import numpy as np
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.validation import SolverError, fail
 
-__all__ = ["SolveInfo", "run_program", "installed_solvers", "SOLVER_OPTIONS", "default_solver", "new_highs", "run_interruptibly"]
+__all__ = ["SolveInfo", "run_program", "installed_solvers", "SOLVER_OPTIONS", "default_solver", "new_highs", "run_interruptibly",
+           "power_of_two_at_most", "solver_unit"]
 
 #: Options passed to each solver (names as cvxpy/solver expect them).
 SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
@@ -244,6 +246,24 @@ def _snapshot(program: cp.Problem) -> _Snapshot:
 #: (the model never starts; cvxpy reports status UNKNOWN, highspy "Empty"). Methods whose
 #: programs would exceed it do not apply (noise_adding's grid LP, finite_query's lp and value_lp).
 MAX_COEFFICIENT_EXPONENT = 34.0
+
+#: Data whose largest magnitude lies outside [2**-UNIT_RANGE, 2**UNIT_RANGE] is handed to a
+#: solver divided by :func:`solver_unit` (its tolerances are absolute: HiGHS refuses entries
+#: above 1e15 and drops those below ``small_matrix_value``).
+UNIT_RANGE = 20
+
+
+def power_of_two_at_most(x: float) -> float:
+    """The power of two p with p <= x < 2 p (x > 0): dividing by it, or multiplying back, is exact."""
+    return math.ldexp(1.0, math.frexp(x)[1] - 1)
+
+
+def solver_unit(largest: float) -> float:
+    """1, or :func:`power_of_two_at_most` ``largest`` when it lies outside ``[2**-UNIT_RANGE, 2**UNIT_RANGE]``."""
+    if largest == 0.0 or 2.0**-UNIT_RANGE <= largest <= 2.0**UNIT_RANGE:
+        return 1.0
+    return power_of_two_at_most(largest)
+
 
 #: A reported-optimal HiGHS point violating a constraint by more than this is re-solved.
 VIOLATION_RETRY = 1e-9

@@ -21,7 +21,6 @@ worst pair and its slack.
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +29,7 @@ import numpy as np
 
 from dpopt.dx.metric import DXMetric
 from dpopt.lazy_modules import cvxpy as cp
-from dpopt.solvers import run_program
+from dpopt.solvers import power_of_two_at_most, run_program
 from dpopt.validation import SolverError, fail
 
 __all__ = [
@@ -586,7 +585,7 @@ def alternating(
     # the Q'-step's objective its square: queries times 2^25 ended in Clarabel "solver_error",
     # times 2^-20 stopped 0.12% short. Dividing both by a power of two near max |Q| leaves the
     # minimiser as it is and the program of order one.
-    unit = math.ldexp(1.0, math.frexp(float(np.abs(q).max()))[1] - 1) if np.any(q) else 1.0
+    unit = power_of_two_at_most(float(np.abs(q).max())) if np.any(q) else 1.0
     for _ in range(iterations):
         norm2 = np.sum(qp * qp, axis=1)
         c = np.maximum(0.0, n**2 * np.sum(qp * q, axis=1) / (n**2 * norm2 + 2.0))  # c-step

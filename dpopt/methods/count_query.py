@@ -4,25 +4,25 @@
 * ``interaction`` -- deploy the geometric mechanism and let the consumer post-process
   optimally (Section 2.4.3); Theorem 1 says this reaches the GS optimum (exact). The
   returned mechanism ``G T`` is private by construction (post-processing of G).
-
-Both solve a program to the solver's tolerance and then make its point exactly private
-(``lp``: mixing, ``interaction``: T clipped and renormalised), which costs up to the
-tolerance times the largest loss: 4e-7 (relative) at n = 200 under absolute loss, 5.7e-5
-for ``interaction`` under squared loss with S = {8..20}. So each also carries a certified
-lower bound from its own LP's duals (:func:`gs_dual_bound`, :func:`interaction_dual_bound`)
-and reports "optimal" (``exact``) only when the two meet within :data:`GAP_TOLERANCE`, as
-``factored`` does; otherwise "gap_above_tolerance".
 * ``geometric`` -- the geometric mechanism itself, no remap (an upper bound).
 * ``randomized_response`` -- binary randomized response for n = 1 under 0/1 loss (exact).
 * ``factored`` -- the ``interaction`` LP solved by column generation
   (:mod:`dpopt.programs.column_generation`): exact, with a certified lower bound and
   the exact upper bound, storing only alpha and a sparse T. ``auto`` picks it.
+
+``lp`` and ``interaction`` solve a program to the solver's tolerance and then make its point
+exactly private (``lp``: majorant and mix, ``interaction``: T clipped and renormalised), which
+costs up to the tolerance times the largest loss: 4e-7 (relative) at n = 200 under absolute
+loss, 5.7e-5 for ``interaction`` under squared loss with S = {8..20}. So each carries a
+certified lower bound from its own LP's duals (:func:`gs_dual_bound`,
+:func:`interaction_dual_bound`; ``lp`` also the latter at its prior) and reports "optimal"
+(``exact``) only when the two meet within :data:`GAP_TOLERANCE`, as ``factored`` does;
+otherwise "gap_above_tolerance".
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from typing import Any, Callable
 
@@ -48,7 +48,7 @@ from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.registry import register, register_reader
 from dpopt.validation import check_array
 from dpopt.solution import Solution, mechanism_frame
-from dpopt.solvers import run_program
+from dpopt.solvers import run_program, solver_unit
 
 __all__ = ["gs_dual_bound", "interaction_dual_bound", "optimal_interaction", "remap_dual_bound", "row_losses", "worst_case_loss"]
 
@@ -237,15 +237,13 @@ def _solve_interaction(problem: CountQuery, solver: str | None) -> Solution:
     )
 
 
-#: A loss table whose largest entry lies outside [2**-LOSS_RANGE, 2**LOSS_RANGE] is solved
-#: divided by the power of two nearest it (:func:`_in_loss_units`).
-LOSS_RANGE = 20
 #: Details that are losses, multiplied back by the scale.
 _LOSS_DETAILS = ("lower_bound", "upper_bound", "gap", "solver_objective")
 
 
 def _in_loss_units(problem: CountQuery, run: Callable[[CountQuery], Solution]) -> Solution:
-    """``run(problem)``, for a loss table far from order one on the table divided by an exact power of two.
+    """``run(problem)``, for a loss table far from order one on the table divided by an exact
+    power of two (:func:`dpopt.solvers.solver_unit`).
 
     The programs' tolerances are absolute: HiGHS drops matrix entries below 1e-12 and the
     bounds' gap test allows 1e-13 (for an optimum of 0). A table times 1e-14 was "optimal" at
@@ -253,12 +251,9 @@ def _in_loss_units(problem: CountQuery, run: Callable[[CountQuery], Solution]) -
     mechanism is the same for every positive scale; its losses and bounds are multiplied back.
     Named losses (|i - r|, (i - r)^2, [i != r]) are solved as they are.
     """
-    if problem.loss_name != "table":
+    scale = solver_unit(float(problem.loss_matrix.max())) if problem.loss_name == "table" else 1.0
+    if scale == 1.0:
         return run(problem)
-    largest = float(problem.loss_matrix.max())
-    if largest == 0.0 or 2.0**-LOSS_RANGE <= largest <= 2.0**LOSS_RANGE:
-        return run(problem)
-    scale = math.ldexp(1.0, math.frexp(largest)[1] - 1)
     scaled = CountQuery(n=problem.n, alpha=problem.alpha, loss=problem.loss_matrix / scale, side_information=list(problem.support))
     solution = run(scaled)
     details = {key: value * scale if key in _LOSS_DETAILS else value for key, value in solution.details.items()}

@@ -29,7 +29,6 @@ on the whole integer line.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
@@ -66,7 +65,7 @@ from dpopt.programs.noise_adding import (
 from dpopt.registry import register, register_reader
 from dpopt.sampling import RandomSource
 from dpopt.solution import Solution, mechanism_frame
-from dpopt.solvers import MAX_COEFFICIENT_EXPONENT, run_program
+from dpopt.solvers import MAX_COEFFICIENT_EXPONENT, power_of_two_at_most, run_program
 from dpopt.validation import check_array, fail
 
 KIND = "noise_adding"
@@ -391,7 +390,7 @@ def solve_grid_lp(problem: NeighbouringSetNoise, solver: str | None, repair: boo
     out 3.6 and 1.6 times the optimum, above the staircase on the same grid.
     """
     d, grid, cells = problem.sensitivity, problem.grid, problem.grid * problem.window
-    unit = math.ldexp(1.0, math.frexp(d)[1] - 1)
+    unit = power_of_two_at_most(d)
     shifts = symmetric_shifts(problem.neighbouring_set) / unit
     built = build_grid_program(shifts, d / unit, problem.epsilon, grid, problem.window, problem.power)
     info = run_program(built.program, solver=solver, owner="noise_adding lp", highs_first=grid_lp_highs(built))

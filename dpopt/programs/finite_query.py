@@ -224,7 +224,6 @@ still not met (see ``benchmarks/finite_query.py``).
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -239,7 +238,7 @@ from dpopt.privacy import not_implied
 from dpopt.problems.finite_query import FiniteQuery
 from dpopt.universes import Universe
 from dpopt.programs.highs_child import ChildSolve, HighsOutcome, LpArrays, available_cores, solve_here
-from dpopt.solvers import SOLVER_OPTIONS
+from dpopt.solvers import SOLVER_OPTIONS, solver_unit
 from dpopt.validation import SolverError, fail
 
 __all__ = ["DatasetQuotient", "DatasetRelaxation", "FiniteProgram", "LPResult", "MAX_PRIVACY_ROWS", "ReducedMinimaxLP",
@@ -744,20 +743,12 @@ def _interior_point_options(crossover: bool) -> dict[str, object]:
     return {**HIGHS_OPTIONS, "solver": "ipm", "run_crossover": "on" if crossover else "off"}
 
 
-#: Losses whose largest entry lies outside [2**-LOSS_RANGE, 2**LOSS_RANGE] are solved scaled
-#: (:func:`loss_scale`). HiGHS refuses matrix entries above 1e15 ("Empty": outputs at +-1e15 under
-#: absolute loss) and drops those below ``small_matrix_value`` (1e-12: values 1e-12 apart).
-LOSS_RANGE = 20
-
-
 def loss_scale(loss: np.ndarray) -> float:
-    """1, or the power of two nearest the largest loss when that lies outside
-    ``[2**-LOSS_RANGE, 2**LOSS_RANGE]``: dividing by it is exact, and so is multiplying the
-    scaled LP's objective and certified bound back."""
-    largest = float(np.max(loss)) if loss.size else 0.0
-    if largest == 0.0 or 2.0**-LOSS_RANGE <= largest <= 2.0**LOSS_RANGE:
-        return 1.0
-    return math.ldexp(1.0, math.frexp(largest)[1] - 1)
+    """1, or the power of two at most the largest loss when that lies outside
+    ``[2**-UNIT_RANGE, 2**UNIT_RANGE]`` (:func:`dpopt.solvers.solver_unit`): HiGHS refused outputs
+    at +-1e15 under absolute loss ("Empty") and dropped the entries of values 1e-13 apart.
+    Dividing by it is exact, and so is multiplying the scaled LP's objective and bound back."""
+    return solver_unit(float(np.max(loss)) if loss.size else 0.0)
 
 
 class ScaledLoss:
