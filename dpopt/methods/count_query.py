@@ -122,25 +122,23 @@ def _solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution
     else:
         x = program.x.value
         cert = certify(x, problem.epsilon)
-    objective = worst_case_loss(problem, x)
     below, above, loss_duals = (c.dual_value for c in program.program.constraints[1:])
     # two valid bounds: the LP's own dual (HiGHS's duals are feasible only to ~1e-8 unscaled, so
     # it sat 7.6e-8 below at n = 25), and the Bayes risk of its prior over the geometric
     # mechanism's remaps (Theorem 1; only mu enters, which HiGHS gets far more accurately)
     lower = max(gs_dual_bound(problem, below, above, loss_duals), interaction_dual_bound(problem, loss_duals))
-    closed, bounds = _bounds(problem, objective, lower)
-    return dataclasses.replace(_solution(
-        problem, x, cert, method="lp", solver=info.solver, status="optimal" if closed else "gap_above_tolerance",
-        details={"solver_objective": info.objective, "solver_max_violation": info.max_violation, **bounds},
-    ), exact=closed)
+    return _judged(_solution(problem, x, cert, method="lp", solver=info.solver, status=info.status,
+                             details={"solver_objective": info.objective, "solver_max_violation": info.max_violation}), lower)
 
 
-def _bounds(problem: CountQuery, objective: float, lower: float) -> tuple[bool, dict[str, float]]:
-    """Whether ``objective`` is certified optimal by ``lower`` (or the cheapest-output bound)
-    within :data:`GAP_TOLERANCE`, and the details that say so."""
-    lower = max(lower, _cheapest_output_bound(problem))
-    gap = objective - lower
-    return gap <= GAP_TOLERANCE * abs(objective) + ABSOLUTE_GAP, {"lower_bound": lower, "gap": gap}
+def _judged(solution: Solution, lower: float) -> Solution:
+    """``solution`` "optimal" and exact if its objective is within :data:`GAP_TOLERANCE` of
+    ``lower`` (or of the cheapest-output bound), else "gap_above_tolerance"; both in its details."""
+    lower = max(lower, _cheapest_output_bound(solution.problem))
+    gap = solution.objective - lower
+    closed = gap <= GAP_TOLERANCE * abs(solution.objective) + ABSOLUTE_GAP
+    return dataclasses.replace(solution, exact=closed, status="optimal" if closed else "gap_above_tolerance",
+                               details={**solution.details, "lower_bound": lower, "gap": gap})
 
 
 def _normalised_multipliers(problem: CountQuery, loss_duals: Any) -> tuple[np.ndarray, float] | None:
@@ -227,14 +225,12 @@ def _solve_interaction(problem: CountQuery, solver: str | None) -> Solution:
     info = run_program(program.program, solver=solver, owner="count_query interaction")
     remap = np.clip(geometric_inverse(problem.n, problem.alpha) @ program.x.value, 0.0, None)
     mechanism, losses = evaluated(problem, sparse.csr_array(remap))
-    objective = float(losses.max())
-    closed, bounds = _bounds(problem, objective, interaction_dual_bound(problem, program.program.constraints[2].dual_value))
-    return _factored_solution(
-        problem, mechanism, losses, method="interaction", exact=closed, solver=info.solver,
-        status="optimal" if closed else "gap_above_tolerance", objective=objective,
-        details={"solver_objective": info.objective, "solver_max_violation": info.max_violation, **bounds,
-                 "remap": mechanism_frame(mechanism.remap.toarray())},
+    solution = _factored_solution(
+        problem, mechanism, losses, method="interaction", exact=True, solver=info.solver, status=info.status,
+        objective=float(losses.max()), details={"solver_objective": info.objective, "solver_max_violation": info.max_violation,
+                                                "remap": mechanism_frame(mechanism.remap.toarray())},
     )
+    return _judged(solution, interaction_dual_bound(problem, program.program.constraints[2].dual_value))
 
 
 #: Details that are losses, multiplied back by the scale.
@@ -305,13 +301,11 @@ def optimal_interaction(problem: CountQuery, deployed: np.ndarray, *, solver: st
     remap /= remap.sum(axis=1, keepdims=True)
     x = program.deployed @ remap
     cert = certify(x, problem.epsilon, method="post-processing of the deployed mechanism, measured")
-    objective = worst_case_loss(problem, x)
-    closed, bounds = _bounds(problem, objective, remap_dual_bound(problem, program.deployed, program.program.constraints[1].dual_value))
-    solution = _solution(
-        problem, x, cert, method="interaction", solver=info.solver, status="optimal" if closed else "gap_above_tolerance",
-        details={"solver_objective": info.objective, **bounds, "remap": mechanism_frame(remap, columns=range(problem.n + 1))},
-    )
-    return solution.with_timing(method="interaction", exact=closed, seconds=time.perf_counter() - start)
+    solution = _judged(_solution(
+        problem, x, cert, method="interaction", solver=info.solver, status=info.status,
+        details={"solver_objective": info.objective, "remap": mechanism_frame(remap, columns=range(problem.n + 1))},
+    ), remap_dual_bound(problem, program.deployed, program.program.constraints[1].dual_value))
+    return solution.with_timing(method="interaction", exact=True, seconds=time.perf_counter() - start)
 
 
 def remap_dual_bound(problem: CountQuery, deployed: np.ndarray, loss_duals: Any) -> float:
