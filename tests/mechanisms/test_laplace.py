@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 from dpopt.mechanisms.laplace import LaplaceMechanism, ThresholdedLaplaceMechanism, TruncatedLaplaceMechanism
@@ -52,6 +54,19 @@ def test_truncated_exact_scale_meets_epsilon_on_a_grid_of_neighbours(epsilon, wi
             worst = max(worst, float(np.abs(np.log(a) - np.log(b)).max()))
     assert worst <= epsilon * (1 + 1e-9)
     assert worst >= epsilon * (1 - 1e-6)  # the bound is attained at the edge
+
+
+@given(exponent=st.integers(-90, 90), epsilon=st.sampled_from([0.01, 0.3, 1.0, 4.0]), span=st.sampled_from([1.0, 3.0, 8.0, 40.0]))
+def test_truncated_exact_scale_is_scale_free_and_meets_epsilon(exponent, epsilon, span):
+    # Powers of two scale every float exactly, so the scale in units of Delta may not move.
+    # Until 2026-11-28 brentq's absolute xtol = 1e-14 was 1.5% of b at Delta = 2**-48
+    # (loss 1.001 epsilon at epsilon = 0.01) and the root could land a few ulps on the wrong side.
+    unit = 2.0**exponent
+    scaled = TruncatedLaplaceMechanism(sensitivity=unit, epsilon=epsilon, lower=-unit, upper=(span - 1.0) * unit)
+    plain = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=epsilon, lower=-1.0, upper=span - 1.0)
+    assert scaled.privacy_loss() <= epsilon and plain.privacy_loss() <= epsilon
+    assert scaled.scale / unit == pytest.approx(plain.scale, rel=1e-13)
+    assert plain.privacy_loss(plain.scale * (1 - 1e-12)) > epsilon or plain.scale == 1.0 / epsilon  # the smallest
 
 
 def test_liu_truncated_scale_is_private_but_larger():
