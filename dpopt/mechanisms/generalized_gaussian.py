@@ -431,7 +431,40 @@ def utility_sensitivity(p: float, sensitivity: float, width: float) -> float:
     distances at most Delta apart, both in [0, a], is ``a^p - (a - Delta)^p`` (a = width).
     """
     a, d = float(width), min(float(sensitivity), float(width))
+    if d < 1e-3 * a:  # a^p (1 - (1 - d/a)^p) without the cancellation of two near powers
+        return -(a**p) * math.expm1(p * math.log1p(-d / a))
     return a**p - (a - d) ** p
+
+
+#: Beyond this argument the upper incomplete gamma Q(s, z) is taken through its continued
+#: fraction with the factor e^-z z^s kept as a logarithm (``gammaincc`` itself underflows
+#: to 0 near z = 745, where the log ratio of two tail masses became nan).
+TAIL_FRACTION_FROM = 30.0
+
+
+def _log_gamma_fraction(s: float, z: float) -> float:
+    """``ln(z e^z Gamma(s) Q(s, z) / z^s)``, which tends to 0 as z grows (z >= :data:`TAIL_FRACTION_FROM`).
+
+    Legendre's continued fraction ``Q(s, z) = e^-z z^s / Gamma(s) * 1 / (z + 1 - s - 1 (1 - s) /
+    (z + 3 - s - 2 (2 - s) / ...))`` by the modified Lentz method (Numerical Recipes, gcf).
+    """
+    tiny = 1e-300
+    b = z + 1.0 - s
+    c, d = 1.0 / tiny, 1.0 / b
+    h = d
+    for i in range(1, 200):
+        an = -i * (i - s)
+        b += 2.0
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        step = d * c
+        h *= step
+        if abs(step - 1.0) < 1e-16:
+            break
+    return math.log(z * h)
 
 
 def lemma9_bound(p: int, sensitivities: Sequence[float], lowers: Sequence[float], uppers: Sequence[float]) -> float:
@@ -505,14 +538,32 @@ class ThresholdedGeneralizedGaussianMechanism(_BoundedStatistic):
     def width(self) -> float:
         return self.upper - self.lower
 
-    def _log_tail(self, t: np.ndarray | float) -> np.ndarray:
-        """``ln F(t)`` for t <= 0 at scale 1: ``ln(Q(1/p, |t|^p) / 2)``, stable deep in the tail."""
-        return np.log(0.5 * special.gammaincc(1.0 / self.p, np.abs(np.asarray(t, dtype=float)) ** self.p))
-
     def boundary_loss(self, b: float) -> float:
-        """The worst log ratio of a point mass at a bound between neighbours, at scale b."""
-        d = min(self.sensitivity, self.width)
-        return float(self._log_tail((d - self.width) / b) - self._log_tail(-self.width / b))
+        """The worst log ratio of a point mass at a bound between neighbours, at scale b.
+
+        ``ln F((Delta - a) / b) - ln F(-a / b)`` with ``F(-t) = Q(1/p, t^p) / 2``. Deep in the
+        tail both masses underflow (until 2026-11-28 the difference was then nan, which the
+        bisection read as private: p = 2, epsilon = 6, a = 100 Delta measured 6.01), so there
+        the ratio is assembled from its parts, ``z_far - z_near`` being the interior loss and
+        ``ln(z_near / z_far) = p ln(1 - Delta / a)`` (see :func:`_log_gamma_fraction`).
+        Returns inf where b is too small for the arguments to be finite (never private).
+        """
+        s, a = 1.0 / self.p, self.width
+        d = min(self.sensitivity, a)
+        z_far = (a / b) ** self.p
+        z_near = ((a - d) / b) ** self.p
+        if not math.isfinite(z_far):
+            return math.inf
+        if z_far < TAIL_FRACTION_FROM:
+            loss = math.log(special.gammaincc(s, z_near)) - math.log(special.gammaincc(s, z_far))
+        else:
+            log_far = s * math.log(z_far) - math.log(z_far) - special.gammaln(s) + _log_gamma_fraction(s, z_far)  # + z_far
+            if z_near >= TAIL_FRACTION_FROM:
+                near_minus_far = (s - 1.0) * self.p * math.log1p(-d / a) + _log_gamma_fraction(s, z_near) - _log_gamma_fraction(s, z_far)
+                loss = self.interior_loss(b) + near_minus_far
+            else:
+                loss = math.log(special.gammaincc(s, z_near)) + z_far - log_far
+        return loss if math.isfinite(loss) else math.inf
 
     def interior_loss(self, b: float) -> float:
         return utility_sensitivity(self.p, self.sensitivity, self.width) / b**self.p
@@ -523,9 +574,13 @@ class ThresholdedGeneralizedGaussianMechanism(_BoundedStatistic):
         return max(self.interior_loss(b), self.boundary_loss(b))
 
     def _boundary_scale(self) -> float:
-        low, high = 1e-9 * self.width, self.width
+        """The smallest b with ``boundary_loss(b) <= epsilon``, by bisection between a b that
+        fails and one that meets it (the loss falls as b grows)."""
+        low, high = self.width, self.width
         while self.boundary_loss(high) > self.epsilon:
             high *= 2.0
+        while self.boundary_loss(low) <= self.epsilon and low > 1e-300:
+            low *= 0.5
         for _ in range(200):  # bisection to the last bits: the loss falls as b grows
             middle = 0.5 * (low + high)
             if self.boundary_loss(middle) > self.epsilon:

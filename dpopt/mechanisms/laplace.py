@@ -238,7 +238,8 @@ class ThresholdedLaplaceMechanism:
 
     @property
     def scale(self) -> float:
-        return self.sensitivity / self.epsilon
+        """The Laplace mechanism's scale (rounded up so that ``Delta / b <= epsilon`` in floating point)."""
+        return LaplaceMechanism(sensitivity=self.sensitivity, epsilon=self.epsilon).scale
 
     def boundary_masses(self, true_value: float) -> tuple[float, float]:
         """``(Pr[release = lower], Pr[release = upper])``."""

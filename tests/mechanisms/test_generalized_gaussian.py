@@ -131,6 +131,34 @@ def test_thresholded_gg_loss_against_direct_maximisation(p):
     assert _direct_thresholded_loss(mech, 0.9 * mech.scale) > 1.0  # any smaller b fails
 
 
+def _log_tail_ratio_by_quadrature(p, near, far):
+    """``ln F(-near) - ln F(-far)`` for GG at scale 1, by quadrature of the tails with
+    ``e^-t^p`` factored out: ``ln F(-t) = c - t^p + ln int_0^inf exp(-((t + u)^p - t^p)) du``."""
+    def log_integral(t):
+        def excess(u):
+            return t**p * math.expm1(p * math.log1p(u / t)) if t > 0 else u**p
+        value, _ = integrate.quad(lambda u: math.exp(-excess(u)), 0.0, math.inf, epsabs=0.0, epsrel=1e-13, limit=200)
+        return math.log(value)
+    return (far**p - near**p) + log_integral(near) - log_integral(far)
+
+
+@pytest.mark.parametrize("p,epsilon,span", [(1.5, 6.0, 100.0), (2, 6.0, 100.0), (2, 1.0, 1e4), (3, 20.0, 100.0),
+                                            (6, 1.0, 1e3), (2, 0.3, 1.5), (1.2, 30.0, 1e3)])
+def test_thresholded_gg_scale_is_private_and_smallest_deep_in_the_tail(p, epsilon, span):
+    # Until 2026-11-28 the bound masses' log ratio was nan once both underflowed, the bisection
+    # read nan as private, and (2, 6.0, 100.0) measured 6.010 for epsilon = 6.
+    mech = ThresholdedGeneralizedGaussianMechanism(sensitivity=1.0, epsilon=epsilon, p=p, lower=0.0, upper=span)
+
+    def loss(b):
+        boundary = _log_tail_ratio_by_quadrature(p, (span - 1.0) / b, span / b)
+        return max(boundary, (span**p - (span - 1.0) ** p) / b**p), boundary
+
+    worst, boundary = loss(mech.scale)
+    assert mech.boundary_loss(mech.scale) == pytest.approx(boundary, rel=1e-9)
+    assert worst <= epsilon * (1 + 1e-9)
+    assert loss(mech.scale * (1 - 1e-7))[0] > epsilon
+
+
 def test_thresholded_gg_paper_recipe_is_valid_and_looser():
     for p in (2, 3, 4):
         mech = ThresholdedGeneralizedGaussianMechanism(sensitivity=1.0, epsilon=0.5, p=p, lower=-2.0, upper=6.0)

@@ -69,6 +69,15 @@ def test_truncated_exact_scale_is_scale_free_and_meets_epsilon(exponent, epsilon
     assert plain.privacy_loss(plain.scale * (1 - 1e-12)) > epsilon or plain.scale == 1.0 / epsilon  # the smallest
 
 
+def test_thresholded_laplace_scale_meets_epsilon_in_floating_point():
+    # Delta / (Delta / epsilon) exceeds epsilon by an ulp for about a fifth of inputs (here 1.527..., 0.7):
+    # the thresholded mechanism now takes the Laplace mechanism's rounded-up scale.
+    for delta in np.random.default_rng(1).uniform(0.1, 10.0, 200):
+        for epsilon in (0.1, 0.7, 3.3):
+            mech = ThresholdedLaplaceMechanism(sensitivity=delta, epsilon=epsilon, lower=0.0, upper=20.0)
+            assert delta / mech.scale <= epsilon
+
+
 def test_liu_truncated_scale_is_private_but_larger():
     exact = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=1.0, lower=0.0, upper=10.0)
     liu = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=1.0, lower=0.0, upper=10.0, calibration="liu")
