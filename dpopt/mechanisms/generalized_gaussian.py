@@ -556,13 +556,12 @@ class ThresholdedGeneralizedGaussianMechanism(_BoundedStatistic):
             return math.inf
         if z_far < TAIL_FRACTION_FROM:
             loss = math.log(special.gammaincc(s, z_near)) - math.log(special.gammaincc(s, z_far))
-        else:
-            log_far = s * math.log(z_far) - math.log(z_far) - special.gammaln(s) + _log_gamma_fraction(s, z_far)  # + z_far
-            if z_near >= TAIL_FRACTION_FROM:
-                near_minus_far = (s - 1.0) * self.p * math.log1p(-d / a) + _log_gamma_fraction(s, z_near) - _log_gamma_fraction(s, z_far)
-                loss = self.interior_loss(b) + near_minus_far
-            else:
-                loss = math.log(special.gammaincc(s, z_near)) + z_far - log_far
+        elif z_near < TAIL_FRACTION_FROM:  # ln Q(s, z_far) = -z_far + (s - 1) ln z_far - ln Gamma(s) + fraction
+            log_far_plus_z = (s - 1.0) * math.log(z_far) - special.gammaln(s) + _log_gamma_fraction(s, z_far)
+            loss = math.log(special.gammaincc(s, z_near)) + z_far - log_far_plus_z
+        else:  # the same for both, with z_far - z_near and ln(z_near / z_far) written without cancellation
+            fractions = _log_gamma_fraction(s, z_near) - _log_gamma_fraction(s, z_far)
+            loss = self.interior_loss(b) + (s - 1.0) * self.p * math.log1p(-d / a) + fractions
         return loss if math.isfinite(loss) else math.inf
 
     def interior_loss(self, b: float) -> float:
