@@ -21,7 +21,9 @@ worst pair and its slack.
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -426,6 +428,9 @@ def exact_surrogate(query: Any, metric: DXMetric, n: int, *, solver: str | None 
         # p = target + delta / n and c = unit * gamma turn the objective, divided by
         # 2 unit^2, into ||delta||^2 / 2 + gamma^2: every term of order one.
         objective=lambda delta, g: 0.5 * cp.sum_squares(delta) + cp.square(g),
+        # the best constant release is the mean, its n^2 ||q - mean||^2 read as 2 unit^2
+        constant=lambda q: ConstantRelease(float(q.mean()), float(n) * math.sqrt(0.5 * float(np.sum((q - q.mean()) ** 2))), noise=2.0**-20),
+        evaluate=lambda transformed, c, q: surrogate_objective(transformed, [c], q, n),
     )
 
 
@@ -471,18 +476,44 @@ def exact_lp_bound(query: Any, metric: DXMetric, n: int, p: float, *, solver: st
     is an LP in (v, c). Returns ``(q', c, pairs)`` with q' as a (1, N) array.
     """
     return _single_query_program(
-        query, metric, reduce, solver, "the exact l_p bound", step=1.0,
-        objective=lambda delta, g: float(n) * (cp.norm1(delta) if p == 1 else cp.norm_inf(delta)) + g,
+        query, metric, reduce, solver, "the exact l_p bound", step=1.0 / float(n),
+        # v = unit (target + delta / n): the objective over unit is ||delta||_p + gamma
+        objective=lambda delta, g: (cp.norm1(delta) if p == 1 else cp.norm_inf(delta)) + g,
+        # the best constant release is the median (l_1) or the midrange (l_inf); its n ||q - it||_p as unit
+        constant=lambda q: (ConstantRelease(float(np.median(q)), float(n) * float(np.abs(q - np.median(q)).sum()), noise=2.0**-40) if p == 1
+                            else ConstantRelease(0.5 * (float(q.max()) + float(q.min())), 0.5 * float(n) * float(np.ptp(q)), noise=2.0**-40)),
+        evaluate=lambda transformed, c, q: lp_bound_objective(transformed, [c], q, n, p),
     )
 
 
+@dataclass(frozen=True)
+class ConstantRelease:
+    """The limit c -> 0 of a single-query program: every dataset's estimate is ``n value``
+    (q' = value / c, the same for every dataset, so no pair can fail), at an objective that
+    is order one in ``unit``. It is released with noise scale ``noise * unit``, which adds
+    about 1e-12 of the objective (c for the l_p bounds, 2 c^2 for the surrogate) and keeps
+    c as large as that allows (a release grid must be at most 1000 c)."""
+
+    value: float
+    unit: float
+    noise: float
+
+
 def _single_query_program(query: Any, metric: DXMetric, reduce: bool, solver: str | None, what: str, *, step: float,
-                          objective: Any) -> tuple[np.ndarray, np.ndarray, "PairReport"]:
+                          objective: Any, constant: Callable[[np.ndarray], ConstantRelease],
+                          evaluate: Callable[[np.ndarray, float, np.ndarray], float]) -> tuple[np.ndarray, np.ndarray, "PairReport"]:
     """``min objective(delta, gamma)`` over ``v = unit (target + step delta)``, ``c = unit gamma`` with
     ``|v_i - v_j| <= c d_X(i, j)`` (pairs reduced and added lazily), for one query; returns ``(q', c, pairs)``.
 
-    ``unit`` is the closed-form scale and ``target = q / unit``, so every term is of order one;
-    q' = v / c is shrunk (and c grown) by any solver-tolerance excess so every pair holds.
+    ``unit`` is the smaller of the closed-form scale and the constant release's unit
+    (``constant(q)``): the optimum lies below both objectives, so every term is of order one.
+    ``target = q / unit``; q' = v / c is shrunk (and c grown) by any solver-tolerance excess so
+    every pair holds, and the constant release is returned instead where ``evaluate`` puts it
+    lower: at a tiny epsilon the optimum is c -> 0 (exactly 0 for the l_p bounds once
+    n d_X < 1), which the solver reaches only to its tolerance, and the shrink then pays
+    tolerance / d_X. Until 2026-11-28 the unit was the closed-form scale alone: at epsilon =
+    1e-12 it was 1e12 times the optimum's c, the solver stopped at its tolerance, and the
+    "exact" surrogate on the hotspots was 6e4 times the constant release's objective.
     """
     q = _workload(query, metric)
     if q.shape[0] != 1:
@@ -494,13 +525,15 @@ def _single_query_program(query: Any, metric: DXMetric, reduce: bool, solver: st
     unit = float(closed_form_scales(q, metric)[0])
     if unit == 0:
         return np.zeros_like(q), np.zeros(1), PairReport(total, len(d), 0, 0)
+    flat = constant(q[0])
+    unit = min(unit, flat.unit)
     target = q[0] / unit
 
     def solve(rows: np.ndarray) -> tuple[np.ndarray, float]:
         delta = cp.Variable(metric.size, name="delta")
         g = cp.Variable(nonneg=True, name="gamma")
-        # each row over the larger of its distance and the step: |target_i - target_j| <= d by
-        # the choice of unit, so every coefficient is at most one whatever the metric's scale
+        # each row over the larger of its distance and the step, so every coefficient is at most
+        # one whatever the metric's scale
         # (unscaled, epsilon = 1e15 on the hotspots put coefficients of 1e16 beside the step's
         # 1e-3 and Clarabel called it infeasible; over d alone, epsilon = 1e-9 put 1e5 on delta
         # and Clarabel ended "optimal_inaccurate")
@@ -516,9 +549,11 @@ def _single_query_program(query: Any, metric: DXMetric, reduce: bool, solver: st
 
     start = nearest_pairs(metric, universe) if reduce else np.arange(len(d))
     (v, g), rows, rounds = _lazily(solve, ratios, start, len(d))
-    if g <= 0:  # no noise: only a constant release is private
-        return np.zeros_like(q), np.zeros(1), PairReport(total, len(d), len(rows), rounds)
-    transformed, c = shrink_until_private((v / g)[None, :], unit * g, metric)
+    c_flat = flat.unit * flat.noise
+    candidates = [(np.full_like(q, flat.value / c_flat), c_flat)]
+    if g > 0:
+        candidates.append(shrink_until_private((v / g)[None, :], unit * g, metric))
+    transformed, c = min(candidates, key=lambda candidate: evaluate(candidate[0], candidate[1], q))
     return transformed, np.array([c]), PairReport(total, len(d), len(rows), rounds)
 
 

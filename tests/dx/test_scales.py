@@ -158,6 +158,31 @@ def test_single_query_programs_solve_at_every_metric_scale(epsilon):
         assert lp_bound_objective(transformed, c, q, 1000, p) <= closed * (1 + 1e-7) + 1000 * q.size * 1e-15
 
 
+@given(exponent=st.integers(-14, 1), low=st.floats(-1.0, 1.0), spread=st.floats(0.01, 2.0), records=st.sampled_from([1, 10, 1000]))
+def test_single_query_programs_meet_their_closed_forms_on_two_elements(exponent, low, spread, records):
+    # Two elements at d_X = d with q = (low, low + D): every program is one-dimensional in c.
+    # Surrogate: bias n^2 (D - c d)^2 / 2 below c = D / d, so c* = n^2 d D / (4 + n^2 d^2);
+    # l_1 bound: c + n (D - c d), linear, so min(n D, D / d); l_inf: c + n (D - c d) / 2.
+    # Until 2026-11-28 the programs were scaled by the closed-form scale D / d alone and
+    # at d = 1e-8 (n = 1000) the "exact" surrogate was 78% above this optimum, the l_1 bound 3e4 times.
+    from dpopt.dx.scales import exact_lp_bound, exact_surrogate, lp_bound_objective, surrogate_objective
+
+    d, gap = 10.0**exponent, spread
+    q = np.array([[low, low + gap]])
+    metric = DXMetric(np.array([[0.0, d], [d, 0.0]]))
+    n = records
+    c = n * n * d * gap / (4 + n * n * d * d)
+    optimum = {"surrogate": 2 * c * c + n * n * (gap - c * d) ** 2 / 2,
+               1: min(n * gap, gap / d), np.inf: min(n * gap / 2, gap / d)}
+    transformed, scale, _ = exact_surrogate(q, metric, n)
+    assert check_privacy(transformed, metric).ok
+    assert surrogate_objective(transformed, scale, q, n) == pytest.approx(optimum["surrogate"], rel=1e-8)
+    for p in (1, np.inf):
+        transformed, scale, _ = exact_lp_bound(q, metric, n, p)
+        assert check_privacy(transformed, metric).ok
+        assert lp_bound_objective(transformed, scale, q, n, p) == pytest.approx(optimum[p], rel=1e-8)
+
+
 def test_exact_surrogate_against_an_independent_grid_search():
     # for fixed c the best q' is a convex projection; scan c on a fine grid with the QP in q' only
     import cvxpy as cp
