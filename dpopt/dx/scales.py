@@ -51,6 +51,7 @@ __all__ = [
     "exact_surrogate",
     "alternating",
     "AlternatingResult",
+    "with_constant_rows",
     "surrogate_objective",
     "lp_bound_objective",
     "exact_lp_bound",
@@ -429,7 +430,7 @@ def exact_surrogate(query: Any, metric: DXMetric, n: int, *, solver: str | None 
         # 2 unit^2, into ||delta||^2 / 2 + gamma^2: every term of order one.
         objective=lambda delta, g: 0.5 * cp.sum_squares(delta) + cp.square(g),
         # the best constant release is the mean, its n^2 ||q - mean||^2 read as 2 unit^2
-        constant=lambda q: ConstantRelease(float(q.mean()), float(n) * math.sqrt(0.5 * float(np.sum((q - q.mean()) ** 2))), noise=2.0**-20),
+        constant=lambda q: surrogate_constant_release(q, n),
         evaluate=lambda transformed, c, q: surrogate_objective(transformed, [c], q, n),
     )
 
@@ -557,6 +558,32 @@ def _single_query_program(query: Any, metric: DXMetric, reduce: bool, solver: st
     return transformed, np.array([c]), PairReport(total, len(d), len(rows), rounds)
 
 
+def surrogate_constant_release(q: np.ndarray, n: int) -> ConstantRelease:
+    """The best constant release of one query under (6): its mean, at ``n^2 ||q - mean||^2 = 2 unit^2``."""
+    return ConstantRelease(float(q.mean()), float(n) * math.sqrt(0.5 * float(np.sum((q - q.mean()) ** 2))), noise=2.0**-20)
+
+
+def with_constant_rows(transformed: np.ndarray, scales: np.ndarray, query: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(Q', c)`` with each query's row replaced by its constant release where that lowers (6).
+
+    (6) is a sum over queries, and a constant row adds nothing to any pair's
+    ``||Q'_:i - Q'_:j||_1``, so the result is private whenever ``(Q', c)`` is. At a tiny
+    epsilon the constant release is all but optimal and the routes constrained by
+    ``c Q' = Q`` are far above it.
+    """
+    q = np.atleast_2d(np.asarray(query, dtype=float))
+    qp, c = np.array(transformed, dtype=float, copy=True), np.array(scales, dtype=float, copy=True)
+    for k in range(q.shape[0]):
+        flat = surrogate_constant_release(q[k], n)
+        if flat.unit == 0:
+            continue
+        noise = flat.unit * flat.noise
+        row = np.full(q.shape[1], flat.value / noise)
+        if surrogate_objective(row, [noise], q[k], n) < surrogate_objective(qp[k], [c[k]], q[k], n):
+            qp[k], c[k] = row, noise
+    return qp, c
+
+
 #: Extra relative shrink :func:`shrink_until_private` tries in turn beyond the measured excess.
 SHRINK_MARGINS = (0.0, 1e-12, 1e-9, 1e-6, 1e-4)
 
@@ -579,6 +606,41 @@ def shrink_until_private(transformed: np.ndarray, c: float, metric: DXMetric) ->
     return transformed / factor, c * factor
 
 
+def _q_step(q: np.ndarray, c: np.ndarray, n: int, base: np.ndarray, unit: float, reach: float,
+            i: np.ndarray, j: np.ndarray, d: np.ndarray, solver: str | None) -> np.ndarray:
+    """The Q'-step of :func:`alternating` on the pairs ``(i, j)``: ``min n^2 ||c (.) Q' - Q||^2`` s.t.
+    ``||Q'_:i - Q'_:j||_1 <= d_ij``, as a move from the private ``base``.
+
+    Written as ``Q'_k = base_k + m_k + reach Z_k``: a free shift per query (which no pair
+    sees) and variations Z in units of the metric's reach, with ``a_k = n c_k m_k / unit``. The
+    objective over ``unit^2`` is ``sum_k ||n (c_k base_k - Q_k) / unit + a_k + (n c_k reach / unit) Z_k||^2``
+    (f's own bias term: where it is small the step must still see it)
+    and every pair reads ``sum_k |(base_ki - base_kj) / reach + Z_ki - Z_kj| <= d_ij / reach``:
+    every variable of order one at any epsilon. (As a plain step ``Delta / n`` from base,
+    Clarabel failed or ended "optimal_inaccurate" on most random three-query universes at
+    epsilon = 1e-4, where the shifts grow and the variations shrink, until 2026-11-28.)
+    Rows with ``c_k = 0`` do not enter the objective and become 0.
+    """
+    active = c > 0
+    moved = np.zeros_like(q)  # a row with c_k = 0 is not released: constant, it costs no pair anything
+    if not active.any():
+        return moved
+    k, size = int(active.sum()), q.shape[1]
+    shift = cp.Variable(k, name="a")
+    z = cp.Variable((k, size), name="Z")
+    start = base[active]
+    residual = n * (c[active, None] * start - q[active]) / unit
+    weight = (n * c[active] * reach / unit)[:, None]
+    fitted = residual + cp.reshape(shift, (k, 1), order="C") @ np.ones((1, size)) + cp.multiply(weight, z)
+    varied = start / reach + z
+    program = cp.Problem(cp.Minimize(cp.sum_squares(fitted)),
+                         [cp.sum(cp.abs(varied[:, i] - varied[:, j]), axis=0) <= d / reach])
+    _run_conic(program, solver, "dx alternating Q'-step")
+    shifts = unit * np.asarray(shift.value, dtype=float) / (n * c[active])
+    moved[active] = start + shifts[:, None] + reach * np.asarray(z.value, dtype=float)
+    return moved
+
+
 @dataclass(frozen=True)
 class AlternatingResult:
     """Alternating minimisation of (6): the final (Q', c) and the objective per iteration."""
@@ -587,6 +649,7 @@ class AlternatingResult:
     scales: np.ndarray
     objectives: tuple[float, ...]
     pairs: PairReport
+    stopped: str = ""  # why the descent stopped early: a Q'-step the solver could not take
 
 
 def alternating(
@@ -615,35 +678,29 @@ def alternating(
     i, j = universe
     d = metric.matrix[i, j]
     objectives = [surrogate_objective(qp, c, q, n)]
-    rows_used, rounds_total = np.arange(0), 0
-    # Q' is bounded by the metric whatever Q's scale, so c and the residual carry Q's scale, and
-    # the Q'-step's objective its square: queries times 2^25 ended in Clarabel "solver_error",
-    # times 2^-20 stopped 0.12% short. Dividing both by a power of two near max |Q| leaves the
-    # minimiser as it is and the program of order one.
+    rows_used, rounds_total, stopped = np.arange(0), 0, ""
+    # The Q'-step's units (see _q_step), powers of two so that they change no minimiser: Q's
+    # scale (queries times 2^25 ended in Clarabel "solver_error", times 2^-20 stopped 0.12%
+    # short) and the metric's (the variations of Q' are bounded by its distances).
     unit = power_of_two_at_most(float(np.abs(q).max())) if np.any(q) else 1.0
+    finite = d[np.isfinite(d)]
+    reach = power_of_two_at_most(float(finite.max())) if finite.size and finite.max() > 0 else 1.0
     for _ in range(iterations):
         norm2 = np.sum(qp * qp, axis=1)
         c = np.maximum(0.0, n**2 * np.sum(qp * q, axis=1) / (n**2 * norm2 + 2.0))  # c-step
 
-        residual = n * (c[:, None] * qp - q)
-
-        def solve(rows: np.ndarray, base: np.ndarray = qp, residual: np.ndarray = residual, c: np.ndarray = c) -> np.ndarray:
-            # Q' = base + Delta / n: the objective n^2 ||c (.) Q' - Q||^2 becomes
-            # ||residual + c (.) Delta||^2, of order one however large n is.
-            delta = cp.Variable(q.shape, name="Delta")
-            moved = base + delta / n
-            program = cp.Problem(
-                cp.Minimize(cp.sum_squares(residual / unit + cp.multiply(c[:, None] / unit, delta))),
-                [cp.sum(cp.abs(moved[:, i[rows]] - moved[:, j[rows]]), axis=0) <= d[rows]],
-            )
-            _run_conic(program, solver, "dx alternating Q'-step")
-            return base + np.asarray(delta.value, dtype=float) / n
+        def solve(rows: np.ndarray, c: np.ndarray = c, base: np.ndarray = qp) -> np.ndarray:
+            return _q_step(q, c, n, base, unit, reach, i[rows], j[rows], d[rows], solver)
 
         def ratios(candidate: np.ndarray) -> np.ndarray:
             return distance_ratio(np.abs(candidate[:, i] - candidate[:, j]).sum(axis=0), d)
 
         first = nearest_pairs(metric, universe) if rows_used.size == 0 else rows_used
-        candidate, rows_used, rounds = _lazily(solve, ratios, first, len(d))
+        try:
+            candidate, rows_used, rounds = _lazily(solve, ratios, first, len(d))
+        except SolverError as exc:  # the last (Q', c) is private and no worse: a descent may stop there
+            stopped = f"iteration {len(objectives)}: {exc}"
+            break
         rounds_total += rounds
         worst = check_privacy(candidate, metric).worst_ratio
         if worst > 1:
@@ -657,4 +714,4 @@ def alternating(
         if objectives[-2] - objectives[-1] <= tolerance * objectives[-2]:
             break
     report = PairReport(len(metric.pairs()[0]), len(d), int(rows_used.size), rounds_total)
-    return AlternatingResult(qp, c, tuple(objectives), report)
+    return AlternatingResult(qp, c, tuple(objectives), report, stopped)

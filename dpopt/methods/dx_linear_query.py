@@ -13,7 +13,8 @@ Laplace mechanism, and a certificate: the all-pairs check
 * ``exact_improvement`` -- the exact maximum of the paper's improvement factor with ``c Q' = Q``;
 * ``exact_surrogate`` (K = 1) -- the exact optimum of (6) with q' free (a QP): the
   only route that is exact for the problem as stated, so ``auto`` takes it when it applies;
-* ``alternating`` -- block coordinate descent on (6) from the best of the above; ``auto``
+* ``alternating`` -- block coordinate descent on (6) from the best of the above, then each
+  query's constant release (its mean, c -> 0) where that is lower (at a tiny epsilon); ``auto``
   falls back to it for K > 1, where (6) is non-convex.
 * ``exact_l1``, ``exact_linf`` -- Theorem 2 part 2's bounds ``n ||c (.) Q' - Q||_p + E||Y||_p``
   for p = 1 and inf, minimised exactly: for one query with q' free (an LP in v = c q' and
@@ -49,6 +50,7 @@ from dpopt.dx.scales import (
     strategy1_scales,
     strategy2_scales,
     surrogate_objective,
+    with_constant_rows,
 )
 from dpopt.dx.smalldb import (
     SmallDB,
@@ -175,7 +177,7 @@ def solve_exact_surrogate(problem: DXLinearQuery, solver: str | None, repair: bo
 
 
 @register(KIND, "alternating", exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 500.0 * _size(p), auto_fallback=True, memory=_program_memory,
-          summary="alternating minimisation of (6) from the best of exact / exact_surrogate")
+          summary="alternating minimisation of (6) from the best of exact / exact_surrogate, then constant releases where lower")
 def solve_alternating(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     c, _ = solve_exact(problem.matrix, problem.metric, solver=solver)
     start = (_transformed(problem, c), c)
@@ -192,8 +194,11 @@ def solve_alternating(problem: DXLinearQuery, solver: str | None, repair: bool) 
         # (a budget of 1e-15 beside 2 in Example 1's metric)
         raise SolverError(solver or "CLARABEL", "inaccurate", "(dx alternating: the exact scales it starts from are not private "
                           "for this metric; its distances may span too many orders of magnitude)") from None
-    return dx_solution(problem, result.transformed, result.scales, "alternating", solver=solver or "CLARABEL",
-                       extra={"objective_per_iteration": list(result.objectives), **result.pairs.to_dict()})
+    # after the descent, not before: from a constant row (c ~ 0) neither block can move alone
+    transformed, scales = with_constant_rows(result.transformed, result.scales, problem.matrix, problem.n)
+    return dx_solution(problem, transformed, scales, "alternating", solver=solver or "CLARABEL",
+                       extra={"objective_per_iteration": list(result.objectives), **result.pairs.to_dict(),
+                              **({"stopped": result.stopped} if result.stopped else {})})
 
 
 def _lp_details(problem: DXLinearQuery, transformed: np.ndarray, c: np.ndarray, p: float) -> dict[str, Any]:

@@ -214,6 +214,46 @@ def test_alternating_never_increases_the_objective():
     assert check_privacy(result.transformed, metric).ok
 
 
+def test_alternating_keeps_its_last_point_when_a_q_step_fails(monkeypatch):
+    import dpopt.dx.scales as scales
+    from dpopt.validation import SolverError
+
+    q, metric = _random_instance(6, k=3)
+    c, _ = scales.solve_exact(q, metric)
+    calls = []
+    real_step = scales._q_step
+
+    def failing_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            raise SolverError("CLARABEL", "optimal_inaccurate", "(test)")
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(scales, "_q_step", failing_second)
+    result = scales.alternating(q, metric, 50, (q / c[:, None], c), iterations=5)
+    assert result.stopped.startswith("iteration 2:") and "optimal_inaccurate" in result.stopped
+    assert len(result.objectives) == 2 and result.objectives[1] <= result.objectives[0]
+    assert check_privacy(result.transformed, metric).ok
+    assert scales.surrogate_objective(result.transformed, result.scales, q, 50) <= result.objectives[1] * (1 + 1e-12)
+
+
+def test_constant_rows_never_raise_the_objective_and_keep_privacy():
+    from dpopt.dx.scales import solve_exact, surrogate_objective, with_constant_rows
+
+    q, metric = _random_instance(8, k=3)
+    for n in (1, 50, 10_000):
+        for budget in (1.0, 1e-6):
+            scaled = DXMetric(metric.matrix * budget)
+            c, _ = solve_exact(q, scaled)
+            start = (q / c[:, None], c)
+            transformed, scales_ = with_constant_rows(*start, q, n)
+            assert check_privacy(transformed, scaled).ok
+            assert surrogate_objective(transformed, scales_, q, n) <= surrogate_objective(*start, q, n)
+            if budget < 1e-3:  # far below the closed form's at a tiny budget: each row is its mean
+                constant = n**2 * float(((q - q.mean(axis=1, keepdims=True)) ** 2).sum())
+                assert surrogate_objective(transformed, scales_, q, n) == pytest.approx(constant, rel=1e-9)
+
+
 @given(instances())
 def test_exact_improvement_factor_is_at_least_every_strategys(instance):
     from dpopt.dx.evaluation import improvement_factor
