@@ -426,10 +426,39 @@ def _true_value(problem: Any, value: float | None) -> Any:
     return int(value) if value == int(value) else value
 
 
+#: Options whose value may be a negative number.
+SIGNED_OPTIONS = ("--true-value",)
+
+
+def _attach_negative_values(argv: list[str]) -> list[str]:
+    """``--true-value -1e300`` as ``--true-value=-1e300``: argparse takes a negative number for an
+    option only in plain decimal (``-1.5``), so ``-1e3`` or ``-inf`` ended in "expected one argument"."""
+    joined: list[str] = []
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        following = argv[index + 1] if index + 1 < len(argv) else None
+        if token in SIGNED_OPTIONS and following is not None and following.startswith("-") and _is_number(following):
+            joined.append(f"{token}={following}")
+            index += 2
+            continue
+        joined.append(token)
+        index += 1
+    return joined
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpopt`` console script; returns the exit status."""
     try:
-        args = _parser().parse_args(argv)
+        args = _parser().parse_args(_attach_negative_values(sys.argv[1:] if argv is None else list(argv)))
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2, one line printed)
         return int(exc.code or 0)
     if not _stdout_open():

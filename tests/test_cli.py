@@ -180,6 +180,16 @@ def test_sample_is_seeded(capsys):
     assert len(multi["releases"][0]) == 3
 
 
+@pytest.mark.parametrize("value", ["-1e3", "-2.5E+2", "-7"])
+def test_a_negative_true_value_in_any_notation_is_a_value_not_an_option(capsys, value):
+    # argparse reads "-1e3" after an option as an option of its own ("expected one argument")
+    # unless it is plain decimal; until 2026-11-28 only --true-value=-1e3 worked
+    path = str(PROBLEMS / "noise_adding_neighbouring_set.toml")
+    code, out, err = run(capsys, "sample", path, "--true-value", value, "--count", "2", "--seed", "1")
+    assert code == 0 and err == ""
+    assert json.loads(out)["releases"] == json.loads(run(capsys, "sample", path, f"--true-value={value}", "--count", "2", "--seed", "1")[1])["releases"]
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet", ".npz"])
 def test_export(capsys, tmp_path, suffix):
     target = tmp_path / f"m{suffix}"
