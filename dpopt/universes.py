@@ -14,6 +14,7 @@ setting of Wu-Xia-He Section 6.1 (triangle counting on seven-node graphs).
 
 from __future__ import annotations
 
+import csv
 import functools
 import io
 import itertools
@@ -144,6 +145,11 @@ class Universe:
         import pandas as pd
 
         text = read_text_file(path, "universe.path", OWNER, max_bytes=64 << 20, what="a CSV universe")
+        header = next(csv.reader(io.StringIO(text)), [])
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:  # pandas would keep the first and rename the rest "value.1": silently ignored
+            raise fail("universe.path", OWNER, f"a CSV file whose header names each column once (repeated: "
+                       f"{', '.join(repr(name) for name in repeated)})", str(path))
         try:
             table = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
             values = table["value"].to_numpy(dtype=float)

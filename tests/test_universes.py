@@ -91,3 +91,25 @@ def test_a_universe_whose_distances_would_not_fit_is_refused_before_they_are_bui
         Universe.from_metric(list(range(m)), np.abs(np.subtract.outer(np.arange(m), np.arange(m))))
     monkeypatch.setenv("DPOPT_MEMORY_LIMIT", str(300 * 2**20))
     assert Universe.from_edges(list(range(m)), edges).size == m
+
+
+def test_a_csv_universe_is_the_explicit_universe_it_writes_down(tmp_path):
+    path = tmp_path / "u.csv"
+    path.write_text("value,neighbours\n0,1\n1,0 2\n4,1\n")
+    read = universe_from_spec({"type": "csv", "path": str(path)})
+    written = universe_from_spec({"type": "explicit", "values": [0, 1, 4], "neighbours": [[0, 1], [1, 2]]})
+    np.testing.assert_array_equal(read.values, written.values)
+    np.testing.assert_array_equal(read.distances, written.distances)
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("value,neighbours,value\n0,1,7\n1,0,8\n", "repeated: 'value'"),  # pandas reads the second as "value.1"
+    ("value,neighbours,neighbours\n0,1,\n1,0,\n", "repeated: 'neighbours'"),
+    ("value,links\n0,1\n1,0\n", "columns value, neighbours"),
+])
+def test_a_csv_universe_with_a_repeated_or_missing_column_is_refused(tmp_path, text, needle):
+    path = tmp_path / "u.csv"
+    path.write_text(text)
+    with pytest.raises(InvalidParameterError) as info:
+        universe_from_spec({"type": "csv", "path": str(path)})
+    assert info.value.parameter == "universe.path" and needle in str(info.value)
