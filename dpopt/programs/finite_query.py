@@ -241,9 +241,9 @@ from dpopt.programs.highs_child import ChildSolve, HighsOutcome, LpArrays, avail
 from dpopt.solvers import SOLVER_OPTIONS, solver_unit
 from dpopt.validation import SolverError, fail
 
-__all__ = ["DatasetQuotient", "DatasetRelaxation", "FiniteProgram", "LPResult", "MAX_PRIVACY_ROWS", "ReducedMinimaxLP",
+__all__ = ["DatasetQuotient", "DatasetRelaxation", "FiniteProgram", "LPResult", "MAX_PRIVACY_ROWS", "OutputSubset", "ReducedMinimaxLP",
            "ScaledLoss", "ValueQuotient", "loss_scale", "build_finite_program", "check_lp_size", "class_edges", "distance_classes", "dual_weights",
-           "loss_classes", "relaxation_lower_bound",
+           "loss_classes", "program_lower_bound", "relaxation_lower_bound", "undominated_outputs",
            "solve_by_quotients", "solve_finite_lp"]
 
 HIGHS_OPTIONS = SOLVER_OPTIONS["HIGHS"]  # the tolerances every dpopt LP uses (dpopt.solvers)
@@ -251,10 +251,14 @@ HIGHS_OPTIONS = SOLVER_OPTIONS["HIGHS"]  # the tolerances every dpopt LP uses (d
 
 @dataclass(frozen=True)
 class FiniteProgram:
-    """The full LP in cvxpy: ``program`` and its mechanism variable ``x`` (m x |R|)."""
+    """The full LP in cvxpy: ``program``, its mechanism variable ``x`` (m x |R|), and the
+    constraints whose duals bound the optimum (:func:`program_lower_bound`): the privacy rows
+    (pairs x outputs) and, for minimax, the loss rows ``expected loss of a <= t``."""
 
     program: cp.Problem
     x: cp.Variable
+    privacy: Any = None
+    loss_rows: Any = None
 
 
 def build_finite_program(problem: FiniteQuery) -> FiniteProgram:
@@ -268,13 +272,31 @@ def build_finite_program(problem: FiniteQuery) -> FiniteProgram:
         (np.concatenate([np.ones(p), -np.exp(bounds)]), (np.concatenate([rows, rows]), np.concatenate([pairs[:, 0], pairs[:, 1]]))),
         shape=(p, m),
     )
-    constraints = [cp.sum(x, axis=1) == 1, difference @ x <= 0]
+    privacy = difference @ x <= 0
+    constraints = [cp.sum(x, axis=1) == 1, privacy]
     expected = cp.sum(cp.multiply(problem.loss_matrix, x), axis=1)
-    if problem.objective == "minimax":
-        objective = cp.max(expected[list(problem.side_information)])
+    loss_rows = None
+    if problem.objective == "minimax":  # as an epigraph, so that its rows have duals
+        t = cp.Variable(name="t")
+        loss_rows = expected[list(problem.side_information)] <= t
+        constraints.append(loss_rows)
+        objective = t
     else:
         objective = problem.weights @ expected
-    return FiniteProgram(cp.Problem(cp.Minimize(objective), constraints), x)
+    return FiniteProgram(cp.Problem(cp.Minimize(objective), constraints), x, privacy, loss_rows)
+
+
+def program_lower_bound(problem: FiniteQuery, program: FiniteProgram) -> float:
+    """A certified lower bound on the optimum from the duals of a solved :class:`FiniteProgram`
+    (any solver): its loss-row and privacy-row duals are the dual LP's mu and lam columns, which
+    :func:`certified_lower_bound` makes exactly feasible. ``-inf`` if the solver gave no duals."""
+    lam = program.privacy.dual_value
+    mu = program.loss_rows.dual_value if program.loss_rows is not None else np.zeros(0)
+    if lam is None or mu is None:
+        return -np.inf
+    m = problem.size[0]
+    columns = np.concatenate([np.zeros(m), np.atleast_1d(np.asarray(mu, dtype=float)).ravel(), np.asarray(lam, dtype=float).ravel()])
+    return certified_lower_bound(problem, build_dual_lp(problem), columns)
 
 
 #: Largest number of privacy rows (pairs x outputs) the LP route takes. The 1044 seven-node
@@ -767,6 +789,62 @@ class ScaledLoss:
     def objective_of(self, mechanism: np.ndarray) -> float:
         """The problem's objective of ``mechanism`` in the scaled units."""
         return self._problem.objective_of(mechanism) / self.scale
+
+
+#: Largest m |R|^2 for which :func:`undominated_outputs` compares every pair of output columns.
+DOMINANCE_WORK = 2e8
+
+
+def undominated_outputs(loss: np.ndarray) -> np.ndarray:
+    """Indices of the outputs no other output dominates (column-wise <= loss, < somewhere or an
+    earlier copy): the LP's optimum on these alone is the full optimum, exactly.
+
+    Privacy rows ``x[a, r] <= e^eps x[b, r]`` hold column by column and are closed under
+    sums, so moving a dominated column's mass onto a kept output that dominates it (one
+    exists: dominance is a strict partial order) keeps every row and loses no loss. Outputs
+    far outside the values (+-1e15 beside values 0..8 under absolute loss) left the LP with
+    losses 15 orders apart, which no solver resolves (HiGHS: 6.06 where 4.67 is optimal).
+    All outputs are kept when the comparison would exceed :data:`DOMINANCE_WORK`.
+    """
+    m, k = loss.shape
+    if k < 2 or m * k * k > DOMINANCE_WORK:
+        return np.arange(k)
+    dominated = np.zeros(k, dtype=bool)
+    index = np.arange(k)
+    for r in range(k):
+        column = loss[:, [r]]
+        below = np.all(loss <= column, axis=0) & (np.any(loss < column, axis=0) | (index < r))
+        below[r] = False
+        dominated[r] = bool(below.any())
+    return index[~dominated]
+
+
+class OutputSubset:
+    """A problem seen on a subset of its outputs (:func:`undominated_outputs`); everything else is
+    the problem's own. Its mechanisms have ``len(kept)`` columns; :meth:`embed` puts them back."""
+
+    def __init__(self, problem: FiniteQuery, kept: np.ndarray) -> None:
+        self._problem = problem
+        self.kept = kept
+        self.loss_matrix = problem.loss_matrix[:, kept]
+        self.loss = self.loss_matrix  # a table: what a quotient of this problem must carry
+        self.outputs = problem.outputs[kept]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._problem, name)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.loss_matrix.shape
+
+    def objective_of(self, mechanism: np.ndarray) -> float:
+        return self._problem.objective_of(self.embed(mechanism))
+
+    def embed(self, mechanism: np.ndarray) -> np.ndarray:
+        """The problem's mechanism: these columns at their outputs, 0 elsewhere."""
+        full = np.zeros((mechanism.shape[0], self._problem.size[1]))
+        full[:, self.kept] = mechanism
+        return full
 
 
 def solve_finite_lp(problem: FiniteQuery) -> LPResult:

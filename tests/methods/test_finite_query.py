@@ -585,3 +585,64 @@ def test_constructions_with_far_outputs_match_those_with_near_ones(far):
         a, b = dpopt.solve(near, name), dpopt.solve(distant, name)
         assert a.certificate.ok and b.certificate.ok, name
         np.testing.assert_allclose(b.mechanism.to_numpy(), a.mechanism.to_numpy(), atol=1e-12, err_msg=name)
+
+
+def _explicit(objective: str, outputs=None) -> dpopt.FiniteQuery:
+    spec = {"type": "explicit", "values": [0, 1, 2, 4, 5, 8], "neighbours": [[0, 1], [1, 2], [2, 3], [1, 4], [4, 5], [3, 5]]}
+    prior = [4, 2, 1, 1, 1, 1] if objective == "average" else None
+    return dpopt.FiniteQuery(universe=spec, epsilon=0.7, objective=objective, prior=prior, outputs=outputs)
+
+
+@pytest.mark.parametrize("solver", [None, "CLARABEL", "SCS"])
+@pytest.mark.parametrize("objective", ["minimax", "average"])
+def test_outputs_far_outside_the_values_do_not_move_the_optimum(objective, solver):
+    # Outputs at +-1e15 are dominated (every dataset loses less at 0 or 8) and leave the LP
+    # exactly; until 2026-11-28 they stayed, with losses 15 orders apart, and HiGHS returned
+    # 6.06 for a minimax optimum of 2.02, Clarabel 1512 and SCS 4.67, each reported exact.
+    plain = dpopt.solve(_explicit(objective), "lp")
+    wide = dpopt.solve(_explicit(objective, outputs=[-1e15, 0, 1, 2, 4, 5, 8, 1e15]), "lp", solver=solver)
+    assert plain.exact and wide.exact and wide.certificate.ok and wide.details["dominated_outputs"] == 2
+    assert wide.objective == pytest.approx(plain.objective, rel=1e-8)
+    assert wide.details["lower_bound"] <= plain.objective * (1 + 1e-12)
+    assert np.all(wide.mechanism.to_numpy()[:, [0, -1]] == 0)
+
+
+@pytest.mark.parametrize("solver", [None, "CLARABEL"])
+def test_an_lp_far_from_its_bound_is_not_called_exact(monkeypatch, solver):
+    # the same LP with the dominated outputs kept: whatever a solver makes of losses 15 orders
+    # apart, exact means within EXACT_GAP of a certified lower bound in the problem's own unit
+    # (the best constant mechanism's loss, 2.5 here), not the largest loss (1e15)
+    from dpopt.methods import finite_query as methods
+
+    monkeypatch.setattr(methods, "undominated_outputs", lambda loss: np.arange(loss.shape[1]))
+    optimum = dpopt.solve(_explicit("minimax"), "lp").objective
+    wide = dpopt.solve(_explicit("minimax", outputs=[-1e15, 0, 1, 2, 4, 5, 8, 1e15]), "lp", solver=solver)
+    assert wide.certificate.ok and wide.details["lower_bound"] <= optimum * (1 + 1e-12)
+    if wide.exact:
+        assert wide.objective <= optimum * (1 + 2e-6)
+    else:
+        assert wide.status == "gap_above_tolerance"
+
+
+@settings(max_examples=examples(25))
+@given(universe=universes(), data=st.data())
+def test_dominated_outputs_leave_the_lp_optimum_unchanged(universe, data):
+    """The lp (on the undominated outputs) against the full cvxpy program on HiGHS (all outputs),
+    with a loss table in which some columns copy or worsen others."""
+    import cvxpy as cp
+
+    from dpopt.programs.finite_query import build_finite_program, undominated_outputs
+
+    m = len(universe["values"])
+    base = np.array(data.draw(st.lists(st.lists(st.integers(0, 6), min_size=3, max_size=3), min_size=m, max_size=m)), dtype=float)
+    extra = [base[:, data.draw(st.integers(0, 2))] + data.draw(st.sampled_from([0.0, 0.5, 3.0])) for _ in range(data.draw(st.integers(1, 3)))]
+    table = np.column_stack([base, *extra])
+    objective = data.draw(st.sampled_from(["minimax", "average"]))
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=data.draw(st.floats(0.2, 3.0)), loss=table.tolist(),
+                                outputs=list(range(table.shape[1])), objective=objective)
+    assert undominated_outputs(table).size <= 3
+    program = build_finite_program(problem)
+    program.program.solve(solver=cp.HIGHS)
+    solution = dpopt.solve(problem, "lp")
+    assert solution.certificate.ok
+    assert solution.objective == pytest.approx(program.program.value, rel=1e-7, abs=1e-9)
