@@ -34,6 +34,11 @@ from dpopt.solution import Solution, mechanism_frame
 from dpopt.solvers import run_program
 
 KIND = "multi_level_release"
+#: Largest deviation of a level's chain marginal from G at its alpha (the objective, whose
+#: optimum is 0) for which the chain is reported exact. Near alpha = 1, G is nearly singular:
+#: the feasibility LP at alphas (0.999999, 0.9999999), n = 10, deviated by 2.8e-5 and was
+#: reported exact until 2026-11-28 (the tridiagonal solve: 3.1e-10).
+MARGINAL_TOLERANCE = 1e-9
 
 
 def _solution(problem: MultiLevelRelease, remaps: list[np.ndarray], **fields: object) -> Solution:
@@ -53,6 +58,8 @@ def _solution(problem: MultiLevelRelease, remaps: list[np.ndarray], **fields: ob
     def sampler(row: int, count: int, source: RandomSource) -> np.ndarray:
         return sample_chain(first, clean, row, count, source)
 
+    if deviation > MARGINAL_TOLERANCE:  # the remaps are not G_a^-1 G_b: still certified level by level, not exact
+        fields = {**fields, "status": "gap_above_tolerance"}
     cert = certify(first, problem.epsilon, method="by_construction: level 1 is the geometric mechanism; later levels post-process it")
     failed = [i + 1 for i, level in enumerate(levels) if not level["certificate"]["ok"]]
     if failed:  # the release as a whole is not certified if any level is not
@@ -62,7 +69,7 @@ def _solution(problem: MultiLevelRelease, remaps: list[np.ndarray], **fields: ob
         certificate=cert,
         dense=mechanism_frame(first),
         objective=deviation,
-        exact=True,
+        exact=deviation <= MARGINAL_TOLERANCE,
         seconds=0.0,
         details={"levels": levels, "remaps": [mechanism_frame(t) for t in clean]},
         sampler=sampler,
