@@ -429,7 +429,6 @@ def exact_surrogate(query: Any, metric: DXMetric, n: int, *, solver: str | None 
         # p = target + delta / n and c = unit * gamma turn the objective, divided by
         # 2 unit^2, into ||delta||^2 / 2 + gamma^2: every term of order one.
         objective=lambda delta, g: 0.5 * cp.sum_squares(delta) + cp.square(g),
-        # the best constant release is the mean, its n^2 ||q - mean||^2 read as 2 unit^2
         constant=lambda q: surrogate_constant_release(q, n),
         evaluate=lambda transformed, c, q: surrogate_objective(transformed, [c], q, n),
     )
@@ -480,9 +479,7 @@ def exact_lp_bound(query: Any, metric: DXMetric, n: int, p: float, *, solver: st
         query, metric, reduce, solver, "the exact l_p bound", step=1.0 / float(n),
         # v = unit (target + delta / n): the objective over unit is ||delta||_p + gamma
         objective=lambda delta, g: (cp.norm1(delta) if p == 1 else cp.norm_inf(delta)) + g,
-        # the best constant release is the median (l_1) or the midrange (l_inf); its n ||q - it||_p as unit
-        constant=lambda q: (ConstantRelease(float(np.median(q)), float(n) * float(np.abs(q - np.median(q)).sum()), noise=2.0**-40) if p == 1
-                            else ConstantRelease(0.5 * (float(q.max()) + float(q.min())), 0.5 * float(n) * float(np.ptp(q)), noise=2.0**-40)),
+        constant=lambda q: lp_constant_release(q, n, p),
         evaluate=lambda transformed, c, q: lp_bound_objective(transformed, [c], q, n, p),
     )
 
@@ -563,6 +560,15 @@ def surrogate_constant_release(q: np.ndarray, n: int) -> ConstantRelease:
     return ConstantRelease(float(q.mean()), float(n) * math.sqrt(0.5 * float(np.sum((q - q.mean()) ** 2))), noise=2.0**-20)
 
 
+def lp_constant_release(q: np.ndarray, n: int, p: float) -> ConstantRelease:
+    """The best constant release of one query under Theorem 2's l_p bound: the median (p = 1) or
+    the midrange (p = inf), at ``n ||q - it||_p = unit``."""
+    if p == 1:
+        middle = float(np.median(q))
+        return ConstantRelease(middle, float(n) * float(np.abs(q - middle).sum()), noise=2.0**-40)
+    return ConstantRelease(0.5 * (float(q.max()) + float(q.min())), 0.5 * float(n) * float(np.ptp(q)), noise=2.0**-40)
+
+
 def with_constant_rows(transformed: np.ndarray, scales: np.ndarray, query: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     """``(Q', c)`` with each query's row replaced by its constant release where that lowers (6).
 
@@ -614,8 +620,8 @@ def _q_step(q: np.ndarray, c: np.ndarray, n: int, base: np.ndarray, unit: float,
     Written as ``Q'_k = base_k + m_k + reach Z_k``: a free shift per query (which no pair
     sees) and variations Z in units of the metric's reach, with ``a_k = n c_k m_k / unit``. The
     objective over ``unit^2`` is ``sum_k ||n (c_k base_k - Q_k) / unit + a_k + (n c_k reach / unit) Z_k||^2``
-    (f's own bias term: where it is small the step must still see it)
-    and every pair reads ``sum_k |(base_ki - base_kj) / reach + Z_ki - Z_kj| <= d_ij / reach``:
+    (f's bias term itself, n times the residual, so that a small residual still counts) and every
+    pair reads ``sum_k |(base_ki - base_kj) / reach + Z_ki - Z_kj| <= d_ij / reach``:
     every variable of order one at any epsilon. (As a plain step ``Delta / n`` from base,
     Clarabel failed or ended "optimal_inaccurate" on most random three-query universes at
     epsilon = 1e-4, where the shifts grow and the variations shrink, until 2026-11-28.)
