@@ -189,7 +189,11 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
     start = time.perf_counter()
     best: _Snapshot | None = None
     first = {**options, "highs_options": dict(highs_first)} if name == "HIGHS" and highs_first else options
-    status = _attempt(program, name, first)
+    try:
+        status = _attempt(program, name, first)
+    except _UnsuitableSolver:  # the user's choice of solver, not a failure of it: no retry can change it
+        raise fail("solver", owner, "a solver for this program's cones (HIGHS takes LPs and QPs; CLARABEL or SCS "
+                   "any of dpopt's programs)", solver) from None
     if status == cp.OPTIMAL:
         best = _snapshot(program)
     if name == "HIGHS":
@@ -274,6 +278,10 @@ def max_violation(program: cp.Problem) -> float:
     return max((float(np.max(c.violation())) for c in program.constraints), default=0.0)
 
 
+class _UnsuitableSolver(Exception):
+    """cvxpy refused the solver for the program's cones before solving (HiGHS and a second-order cone)."""
+
+
 def _attempt(program: cp.Problem, solver: str, options: dict[str, Any]) -> str:
     try:
         with warnings.catch_warnings():
@@ -281,6 +289,8 @@ def _attempt(program: cp.Problem, solver: str, options: dict[str, Any]) -> str:
             warnings.simplefilter("ignore", UserWarning)
             program.solve(solver=solver, **options)
     except (cp.error.SolverError, ValueError) as exc:  # ValueError: cvxpy cannot unpack an unknown status
+        if re.search(rf"solver '?{solver}'? cannot solve this problem", str(exc), flags=re.IGNORECASE):
+            raise _UnsuitableSolver from None
         return f"solver_error: {_short_reason(exc)}"
     return str(program.status)
 

@@ -4,6 +4,7 @@ import pytest
 
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.solvers import run_program
+from dpopt.validation import InvalidParameterError
 
 
 def small_lp() -> tuple[cp.Problem, cp.Variable]:
@@ -190,3 +191,14 @@ def test_off_the_main_thread_a_run_is_plain():
     thread.start()
     thread.join()
     assert not errors and highs.modelStatusToString(highs.getModelStatus()) == "Optimal"
+
+
+def test_a_solver_that_cannot_take_the_programs_cones_is_named_not_retried():
+    # cvxpy refuses a second-order cone for HiGHS before any solve; that is the user's choice of
+    # solver (exit 2 naming it), not a solver failure to retry four times (exit 3, until 2026-11-28)
+    x = cp.Variable(3)
+    program = cp.Problem(cp.Minimize(cp.norm(x, 2)), [cp.sum(x) == 1])
+    with pytest.raises(InvalidParameterError) as info:
+        run_program(program, solver="HIGHS", owner="a test")
+    assert info.value.parameter == "solver" and "CLARABEL" in str(info.value)
+    assert run_program(program, solver="CLARABEL").objective == pytest.approx(1 / 3**0.5, rel=1e-7)
