@@ -187,6 +187,20 @@ class _BoundedStatistic:
     owner = "bounded generalized gaussian"
 
 
+def interval_mass(below: Any, above: Any, scale: float, p: float) -> np.ndarray:
+    """``P(-below <= Z <= above)`` for ``Z ~ GG(0, scale, p)`` and ``below, above >= 0``.
+
+    ``(P(|Z| <= below) + P(|Z| <= above)) / 2`` with ``P(|Z| <= t) = P(1/p, (t / b)^p)`` (the
+    regularised lower incomplete gamma): no difference of two cdfs near 1/2, which lost every
+    digit once b was far above the bounds' width (epsilon = 1e-12: the truncated mechanism's
+    measured loss came out 4e-11, 40 times epsilon, and the calibration was refused, until 2026-11-28).
+    """
+    shape = 1.0 / p
+    lower = special.gammainc(shape, (np.asarray(below, dtype=float) / scale) ** p)
+    upper = special.gammainc(shape, (np.asarray(above, dtype=float) / scale) ** p)
+    return 0.5 * (lower + upper)
+
+
 @dataclass(frozen=True, kw_only=True)
 class TruncatedGeneralizedGaussianMechanism(_BoundedStatistic):
     """One statistic in ``[lower, upper]`` released from GG(s, b, p) truncated to the bounds (Definition 4).
@@ -210,10 +224,9 @@ class TruncatedGeneralizedGaussianMechanism(_BoundedStatistic):
         return check_real(value, "true_value", self.owner, low=self.lower, high=self.upper)
 
     def mass(self, true_value: float) -> float:
-        """``A(s)``: probability that untruncated GG(s, b, p) lands in the bounds."""
+        """``A(s)``: probability that untruncated GG(s, b, p) lands in the bounds (:func:`interval_mass`)."""
         s = self._true(true_value)
-        noise = self._noise
-        return float(noise.cdf(self.upper - s) - noise.cdf(self.lower - s))
+        return float(interval_mass(s - self.lower, self.upper - s, self.scale, self.p))
 
     def pdf(self, y: Any, true_value: float) -> np.ndarray:
         s = self._true(true_value)
@@ -303,8 +316,7 @@ class TruncatedGeneralizedGaussianVector:
     def log_mass(self, true_values: Any) -> float:
         """``ln Pr[s + Z in the box]``, the truncation's normaliser (without the GG constant)."""
         s = self._true(true_values)
-        noise = self._noise
-        return float(np.sum(np.log(noise.cdf(self.uppers - s) - noise.cdf(self.lowers - s))))
+        return float(np.sum(np.log(interval_mass(s - self.lowers, self.uppers - s, self.scale, self.p))))
 
     def logpdf(self, y: Any, true_values: Any) -> np.ndarray:
         """Log density of releases ``y`` (shape (..., r)) in the box."""

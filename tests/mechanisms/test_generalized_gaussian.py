@@ -57,6 +57,19 @@ def test_truncated_gg_with_eq8_scale_is_epsilon_dp(p, epsilon):
     assert mech.log_ratio_bound() <= epsilon
 
 
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize("epsilon", [1e-12, 1e-6, 1.0])
+def test_truncated_gg_mass_by_quadrature_and_its_loss_at_tiny_epsilon(p, epsilon):
+    # A(s) as a difference of two cdfs near 1/2 lost every digit once b was 1e12 times the
+    # width: at epsilon = 1e-12 the measured loss was 4e-11 and the calibration refused
+    mech = TruncatedGeneralizedGaussianMechanism(sensitivity=1.0, epsilon=epsilon, p=p, lower=0.0, upper=10.0)
+    noise = GeneralizedGaussianNoise(scale=mech.scale, p=p)
+    for s in (0.0, 3.0, 10.0):
+        by_quadrature, _ = integrate.quad(lambda y: float(noise.pdf(y - s)), 0.0, 10.0, epsabs=0.0, epsrel=1e-12)
+        assert mech.mass(s) == pytest.approx(by_quadrature, rel=1e-9)
+    assert mech.log_ratio_bound() <= epsilon
+
+
 def test_eq9_is_eq8_with_lemma2_and_never_smaller_than_eq8_with_a_tighter_sensitivity():
     args = dict(epsilon=1.0, p=3, sensitivities=[1.0, 0.1, 0.05], widths=[10.0, 5.0, 2.0])
     assert truncated_scale(**args) == pytest.approx(truncated_scale(**args, equation="9"))
