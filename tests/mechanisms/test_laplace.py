@@ -78,6 +78,29 @@ def test_thresholded_laplace_scale_meets_epsilon_in_floating_point():
             assert delta / mech.scale <= epsilon
 
 
+def _truncated_loss_in_decimal(b: float, delta: float, width: float) -> float:
+    """``Delta / b + ln A(Delta) - ln A(0)`` with ``A(s) = 1 - e^(-s/b)/2 - e^(-(width - s)/b)/2`` in 60 digits."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as context:
+        context.prec = 60
+        b_, d_, w_ = Decimal(b), Decimal(delta), Decimal(width)
+        mass = [1 - (-s / b_).exp() / 2 - (-(w_ - s) / b_).exp() / 2 for s in (Decimal(0), d_)]
+        return float(d_ / b_ + (mass[1].ln() - mass[0].ln()))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 1e-4, 1e-8, 1e-12, 1e-15])
+@pytest.mark.parametrize("width", [1.0, 10.0, 1e6])
+def test_truncated_exact_scale_at_tiny_epsilon_against_decimal_arithmetic(epsilon, width):
+    # Until 2026-11-28 the normaliser lost its digits once b was far above the width: at
+    # epsilon = 1e-12 and width 10 the "exact" scale was Delta / epsilon, whose true loss is 1.9 epsilon
+    mech = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=epsilon, lower=0.0, upper=width)
+    true = _truncated_loss_in_decimal(mech.scale, 1.0, width)
+    assert true <= epsilon * (1 + 1e-12)
+    assert mech.privacy_loss() == pytest.approx(true, rel=1e-12)
+    assert mech.scale == 1.0 / epsilon or _truncated_loss_in_decimal(mech.scale * (1 - 1e-9), 1.0, width) > epsilon
+
+
 def test_liu_truncated_scale_is_private_but_larger():
     exact = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=1.0, lower=0.0, upper=10.0)
     liu = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=1.0, lower=0.0, upper=10.0, calibration="liu")
