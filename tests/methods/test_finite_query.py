@@ -646,3 +646,17 @@ def test_dominated_outputs_leave_the_lp_optimum_unchanged(universe, data):
     solution = dpopt.solve(problem, "lp")
     assert solution.certificate.ok
     assert solution.objective == pytest.approx(program.program.value, rel=1e-7, abs=1e-9)
+
+
+@settings(max_examples=examples(20))
+@given(universe=universes(), epsilon=st.floats(0.1, 4.0), objective=st.sampled_from(["minimax", "average"]),
+       solver=st.sampled_from(["CLARABEL", "SCS"]))
+def test_another_solvers_bound_from_its_own_duals_is_below_the_optimum(universe, epsilon, objective, solver):
+    """The bound read from Clarabel's or SCS's duals (program_lower_bound) never passes the optimum
+    that HiGHS certifies, and an exact claim through them sits within EXACT_GAP of it."""
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon, objective=objective)
+    optimum = dpopt.solve(problem, "lp")
+    other = dpopt.solve(problem, "lp", solver=solver)
+    assert other.certificate.ok and other.details["lower_bound"] <= optimum.objective * (1 + 1e-12) + 1e-15
+    if other.exact:
+        assert other.objective <= optimum.objective * (1 + 2e-6) + 1e-12
