@@ -226,7 +226,7 @@ def _optimal_rows_on(problem: FiniteQuery, solver: str | None) -> tuple[np.ndarr
         program = build_finite_program(solved)
         info = run_program(program.program, solver=solver, owner="finite_query lp")
         # the bound from the program's own duals: until 2026-11-28 another solver's objective was its
-        # own reference, and Clarabel at outputs +-1e15 was "exact" at 8285 against an optimum of 8
+        # own reference, and Clarabel at outputs +-1e15 was "exact" at 1512 for a minimax optimum of 2.02
         lower_bound = max(program_lower_bound(solved, program) * scale, _cheapest_outputs_bound(problem))
         return program.x.value, {"solver_objective": info.objective * scale, "lower_bound": lower_bound}, info.solver
     result = solve_finite_lp(problem)

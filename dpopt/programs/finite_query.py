@@ -803,7 +803,7 @@ def undominated_outputs(loss: np.ndarray) -> np.ndarray:
     sums, so moving a dominated column's mass onto a kept output that dominates it (one
     exists: dominance is a strict partial order) keeps every row and loses no loss. Outputs
     far outside the values (+-1e15 beside values 0..8 under absolute loss) left the LP with
-    losses 15 orders apart, which no solver resolves (HiGHS: 6.06 where 4.67 is optimal).
+    losses 15 orders apart, which no solver resolved (HiGHS 6.06, SCS 4.67 for a minimax optimum of 2.02).
     All outputs are kept when the comparison would exceed :data:`DOMINANCE_WORK`.
     """
     m, k = loss.shape
