@@ -496,6 +496,11 @@ class ConstantRelease:
     unit: float
     noise: float
 
+    def release(self, size: int) -> tuple[np.ndarray, float]:
+        """``(q', c)`` of this release over ``size`` elements: the same q' everywhere, c = noise * unit."""
+        c = self.unit * self.noise
+        return np.full(size, self.value / c), c
+
 
 def _single_query_program(query: Any, metric: DXMetric, reduce: bool, solver: str | None, what: str, *, step: float,
                           objective: Any, constant: Callable[[np.ndarray], ConstantRelease],
@@ -547,8 +552,8 @@ def _single_query_program(query: Any, metric: DXMetric, reduce: bool, solver: st
 
     start = nearest_pairs(metric, universe) if reduce else np.arange(len(d))
     (v, g), rows, rounds = _lazily(solve, ratios, start, len(d))
-    c_flat = flat.unit * flat.noise
-    candidates = [(np.full_like(q, flat.value / c_flat), c_flat)]
+    constant_row, c_flat = flat.release(q.shape[1])
+    candidates = [(constant_row[None, :], c_flat)]
     if g > 0:
         candidates.append(shrink_until_private((v / g)[None, :], unit * g, metric))
     transformed, c = min(candidates, key=lambda candidate: evaluate(candidate[0], candidate[1], q))
@@ -583,8 +588,7 @@ def with_constant_rows(transformed: np.ndarray, scales: np.ndarray, query: Any, 
         flat = surrogate_constant_release(q[k], n)
         if flat.unit == 0:
             continue
-        noise = flat.unit * flat.noise
-        row = np.full(q.shape[1], flat.value / noise)
+        row, noise = flat.release(q.shape[1])
         if surrogate_objective(row, [noise], q[k], n) < surrogate_objective(qp[k], [c[k]], q[k], n):
             qp[k], c[k] = row, noise
     return qp, c
