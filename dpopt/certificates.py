@@ -25,10 +25,29 @@ import numpy as np
 
 from dpopt.validation import check_array, check_real, fail
 
-__all__ = ["Certificate", "certify", "repair", "adjacent_pairs", "log_lipschitz_majorant", "log_ratios", "LOG_TOLERANCE"]
+__all__ = ["Certificate", "certify", "repair", "adjacent_pairs", "log_lipschitz_majorant", "log_ratios", "log_tolerance",
+           "LOG_TOLERANCE"]
 
-#: Slack allowed on the measured log-ratio for floating-point evaluation of ln(x/y).
+#: Largest slack allowed on a measured privacy loss (an absolute cap on :func:`log_tolerance`).
 LOG_TOLERANCE = 1e-12
+#: The slack's floor: about nine units in the last place of a ratio near 1, which float entries
+#: computed in a few operations carry whatever epsilon is (geometric noise from the float
+#: ``exp(-epsilon)`` at epsilon = 1e-12 measures 1.00007e-12: 7e-17 above).
+LOG_FLOOR = 1e-15
+#: The slack's part relative to epsilon.
+LOG_RELATIVE = 1e-9
+
+
+def log_tolerance(epsilon: float) -> float:
+    """The slack a measured privacy loss may exceed ``epsilon`` by: ``min(1e-12, 1e-15 + 1e-9 epsilon)``.
+
+    Until 2026-11-28 this was 1e-12 whatever epsilon: twice the loss passed at epsilon = 1e-12
+    (and the measurement itself, a difference of logarithms, was off by 0.3% there). The
+    floor is rounding, not privacy: losses are measured to a few ulps of themselves
+    (:func:`log_ratios`), but entries stored as floats cannot hold a ratio near 1 closer than
+    about 1e-16.
+    """
+    return min(LOG_TOLERANCE, LOG_FLOOR + LOG_RELATIVE * epsilon)
 #: Largest allowed deviation of a row sum from 1.
 ROW_SUM_TOLERANCE = 1e-9
 
@@ -45,7 +64,7 @@ class Certificate:
     target : float
         The epsilon the mechanism must meet.
     ok : bool
-        ``max_privacy_loss <= target + LOG_TOLERANCE``, entries non-negative and
+        ``max_privacy_loss <= target + log_tolerance(target)``, entries non-negative and
         row sums within ``ROW_SUM_TOLERANCE`` of 1.
     worst_pair : tuple of int
         (a, b, r) where the largest loss occurs.
@@ -92,7 +111,7 @@ class Certificate:
         **notes: Any,
     ) -> "Certificate":
         """The verdict for measured quantities: the one place ``ok`` is decided."""
-        ok = loss <= epsilon + LOG_TOLERANCE and min_entry >= 0.0 and row_sum_error <= ROW_SUM_TOLERANCE
+        ok = loss <= epsilon + log_tolerance(epsilon) and min_entry >= 0.0 and row_sum_error <= ROW_SUM_TOLERANCE
         return cls(
             max_privacy_loss=float(loss),
             target=float(epsilon),
@@ -123,9 +142,24 @@ def _pair_losses(matrix: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 
 
 def log_ratios(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
-    """``|ln(xa / xb)|`` entrywise, with 0/0 -> 0 and a zero beside a non-zero -> inf."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        loss = np.abs(np.log(xa) - np.log(xb))
+    """``|ln(xa / xb)|`` entrywise, with 0/0 -> 0 and a zero beside a non-zero -> inf.
+
+    Accurate to a few units in the last place *of the loss*, however small: with
+    ``hi = max``, ``lo = min``, ``ln(1 + (hi - lo) / lo)`` up to a ratio of 2 (``hi - lo`` is
+    exact there), ``ln(hi / lo)`` beyond it, and ``ln hi - ln lo`` only where that quotient
+    overflows. The difference of logarithms everywhere (until 2026-11-28) carries an error of
+    an ulp of ``|ln x|``: 3e-15 for entries near 5e-13, which is 0.3% of epsilon = 1e-12 and
+    made geometric noise there measure 1.0019e-12. Each branch is monotone in ``hi`` and in
+    ``1 / lo`` and both give ``ln 2`` at a ratio of 2, so the loss is too: the largest loss
+    against a set of entries is the loss against its largest or smallest one, exactly.
+    """
+    xa, xb = np.asarray(xa, dtype=float), np.asarray(xb, dtype=float)
+    hi, lo = np.maximum(xa, xb), np.minimum(xa, xb)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = hi / lo
+        loss = np.where(ratio <= 2.0, np.log1p((hi - lo) / lo), np.log(ratio))
+        loss = np.where(np.isinf(ratio) & (lo > 0), np.log(hi) - np.log(lo), loss)
+    loss = np.where(np.isnan(xa) | np.isnan(xb), np.nan, loss)
     both_zero = (xa == 0) & (xb == 0)
     one_zero = (xa == 0) ^ (xb == 0)
     loss = np.where(both_zero, 0.0, loss)

@@ -98,3 +98,50 @@ def test_a_nan_entry_is_measured_as_not_private_but_not_repaired():
 def test_repair_at_epsilon_zero_makes_every_row_the_same():
     repaired, cert = repair(GOOD, 0.0)
     assert cert.ok and cert.max_privacy_loss == 0.0 and np.allclose(repaired, repaired[0])
+
+
+@given(
+    lo=st.floats(1e-300, 1e300),
+    ratio_minus_one=st.one_of(st.floats(0.0, 1e-6), st.floats(0.0, 3.0), st.floats(0.0, 1e300)),
+)
+def test_log_ratios_are_accurate_to_a_few_ulps_of_the_loss(lo, ratio_minus_one):
+    """Against 60-digit ``decimal`` arithmetic on the floats as stored: the difference of
+    logarithms used until 2026-11-28 was off by an ulp of |ln x| (3e-15 beside a loss of 1e-12)."""
+    from decimal import Decimal, getcontext
+
+    from dpopt.certificates import log_ratios
+
+    hi = lo * (1.0 + ratio_minus_one)
+    if not np.isfinite(hi):
+        return
+    getcontext().prec = 60
+    exact = float((Decimal(hi) / Decimal(lo)).ln())
+    measured = float(log_ratios(np.array([lo]), np.array([hi]))[0])
+    assert measured == float(log_ratios(np.array([hi]), np.array([lo]))[0])
+    assert abs(measured - exact) <= 4 * np.spacing(exact) + 1e-300
+
+
+def test_the_slack_on_the_loss_is_relative_at_tiny_epsilon():
+    """Until 2026-11-28 the slack was 1e-12 whatever epsilon: a mechanism with 1.5 times the
+    loss passed at epsilon = 1e-12. Geometric noise from the float exp(-epsilon) passes (its
+    entries hold the ratio to about 1e-16), one built for 1.01 epsilon does not."""
+    from dpopt.certificates import log_tolerance
+
+    for epsilon in (1e-12, 1e-9, 1e-6):
+        assert certify(geometric_matrix(8, np.exp(-epsilon)), epsilon).ok
+        assert not certify(geometric_matrix(8, np.exp(-1.5 * epsilon)), epsilon).ok
+        assert log_tolerance(epsilon) <= 2e-3 * epsilon
+    assert not certify(geometric_matrix(8, np.exp(-1e-12 * 1.01)), 1e-12).ok
+    assert log_tolerance(1.0) == 1e-12
+
+
+def test_geometric_noise_at_tiny_epsilon_measures_its_float_decay():
+    """The window-and-tails measurement of integer noise at epsilon = 1e-12 read 1.0019e-12
+    (a difference of logarithms of entries near 5e-13); the loss of the float decay b is
+    -ln(b), within 1e-4 of epsilon there (b's last digit)."""
+    from dpopt.mechanisms.integer_noise import PeriodicNoise
+
+    for sensitivity in (1, 3):
+        b = np.exp(-1e-12)
+        loss, _, _ = PeriodicNoise.geometric(sensitivity, b).worst_ratio()
+        assert loss == pytest.approx(-np.log1p(b - 1.0), rel=1e-9)

@@ -38,31 +38,30 @@ def tail_sums(b: float) -> tuple[float, float, float]:
 
 def forward_window_losses(p: np.ndarray, reach: int) -> np.ndarray:
     """``max_{1 <= s <= reach, i + s < n} |ln p[i] - ln p[i + s]|`` for every i (0/0 -> 0, a zero
-    beside a non-zero -> inf, as :func:`~dpopt.certificates.log_ratios`).
+    beside a non-zero -> inf), measured by :func:`~dpopt.certificates.log_ratios`.
 
-    One sliding maximum and minimum of ``ln p`` over the next ``reach`` entries, O(n), instead
-    of one pass per shift, O(n reach): geometric noise with sensitivity 1e5 took 160 s. Each
-    value is one of the per-pair differences exactly (a maximum only selects).
+    One sliding maximum and minimum of ``p`` over the next ``reach`` entries, O(n), instead
+    of one pass per shift, O(n reach): geometric noise with sensitivity 1e5 took 160 s. The
+    loss is monotone in each ratio, so the worst pair of i is i against the largest or the
+    smallest entry ahead, and each value is one of the per-pair losses exactly. (Until
+    2026-11-28 this slid over ``ln p`` and subtracted: an ulp of ``|ln p|`` is 0.3% of
+    epsilon = 1e-12.)
     """
     from scipy import ndimage  # imported here: most users of this module never measure
 
+    p = np.asarray(p, dtype=float)
     n = p.size
     if n < 2:
         return np.zeros(n)
-    with np.errstate(divide="ignore"):
-        logs = np.log(p)
     ahead = np.zeros(n)
-    # the window [i + 1, i + reach] of ln p, clipped at the end by sentinels that never win
-    padded_hi = np.concatenate([logs[1:], np.full(reach, -np.inf)])
-    padded_lo = np.concatenate([logs[1:], np.full(reach, np.inf)])
+    # the window [i + 1, i + reach] of p, clipped at the end by sentinels that never win
+    padded_hi = np.concatenate([p[1:], np.full(reach, -np.inf)])
+    padded_lo = np.concatenate([p[1:], np.full(reach, np.inf)])
     size = min(reach, n - 1)
     hi = ndimage.maximum_filter1d(padded_hi, size, mode="nearest", origin=-(size // 2))[: n - 1]
     lo = ndimage.minimum_filter1d(padded_lo, size, mode="nearest", origin=-(size // 2))[: n - 1]
-    here = logs[:-1]
-    zero_here = np.isneginf(here)
-    with np.errstate(invalid="ignore"):
-        finite_loss = np.maximum(hi - here, here - lo)  # lo = -inf (a zero ahead) gives inf
-    ahead[:-1] = np.where(zero_here, np.where(np.isneginf(hi), 0.0, np.inf), finite_loss)
+    here = p[:-1]
+    ahead[:-1] = np.maximum(log_ratios(here, hi), log_ratios(here, lo))
     return ahead
 
 
