@@ -108,10 +108,18 @@ class Certificate:
         worst_pair: tuple[int, int, int],
         min_entry: float,
         row_sum_error: float,
+        *,
+        log_magnitude: float = 0.0,
         **notes: Any,
     ) -> "Certificate":
-        """The verdict for measured quantities: the one place ``ok`` is decided."""
-        ok = loss <= epsilon + log_tolerance(epsilon) and min_entry >= 0.0 and row_sum_error <= ROW_SUM_TOLERANCE
+        """The verdict for measured quantities: the one place ``ok`` is decided.
+
+        ``log_magnitude``: for a loss measured as a difference of logarithms (entries kept in
+        log space because they underflow), the largest ``|ln x|`` involved; such a difference
+        cannot resolve the loss closer than a few ulps of it, so four are added to the slack.
+        """
+        slack = log_tolerance(epsilon) + 4.0 * float(np.spacing(abs(log_magnitude)))
+        ok = loss <= epsilon + slack and min_entry >= 0.0 and row_sum_error <= ROW_SUM_TOLERANCE
         return cls(
             max_privacy_loss=float(loss),
             target=float(epsilon),

@@ -259,8 +259,12 @@ class FactoredMechanism:
 
         # until a larger loss is found: rows 0 and 1 of a non-empty column (loss 0 there)
         worst, worst_pair = 0.0, (0, 1, int(columns[0]) if rows.size else 0)
+        magnitude = 0.0  # the largest |ln x| a measured loss is a difference of
         for start in (np.zeros_like(width), width - 1):  # the gap's first and last adjacent pair
-            loss = np.abs(log_x(start + 1) - log_x(start))
+            upper, lower = log_x(start + 1), log_x(start)
+            loss = np.abs(upper - lower)
+            if loss.size:
+                magnitude = max(magnitude, float(np.abs(upper).max()), float(np.abs(lower).max()))
             if loss.size and loss.max() > worst:
                 k = int(np.argmax(loss))
                 worst, worst_pair = float(loss[k]), (int(p[k] + start[k]), int(p[k] + start[k]) + 1, int(columns[gap[k]]))
@@ -288,6 +292,7 @@ class FactoredMechanism:
             float(np.abs(row_sums - 1.0).max()),
             repair="clip+renormalise remap",
             method="by_construction: geometric mechanism + stochastic remap; measured in log space",
+            log_magnitude=magnitude,
         )
 
     def sample(self, row: int, count: int, source: RandomSource) -> np.ndarray:
