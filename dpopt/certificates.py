@@ -36,10 +36,15 @@ LOG_TOLERANCE = 1e-12
 LOG_FLOOR = 1e-15
 #: The slack's part relative to epsilon.
 LOG_RELATIVE = 1e-9
+#: Largest allowed deviation of a row sum from 1.
+ROW_SUM_TOLERANCE = 1e-9
 
 
-def log_tolerance(epsilon: float) -> float:
-    """The slack a measured privacy loss may exceed ``epsilon`` by: ``min(1e-12, 1e-15 + 1e-9 epsilon)``.
+def log_tolerance(epsilon: float, log_magnitude: float = 0.0) -> float:
+    """The slack a measured privacy loss may exceed ``epsilon`` by: ``min(1e-12, 1e-15 + 1e-9 epsilon)``,
+    plus four ulps of ``log_magnitude`` for a loss measured as a difference of logarithms
+    (entries kept in log space because they underflow; ``log_magnitude`` is the largest
+    ``|ln x|`` involved), which cannot resolve the loss any closer.
 
     Until 2026-11-28 this was 1e-12 whatever epsilon: twice the loss passed at epsilon = 1e-12
     (and the measurement itself, a difference of logarithms, was off by 0.3% there). The
@@ -47,9 +52,7 @@ def log_tolerance(epsilon: float) -> float:
     (:func:`log_ratios`), but entries stored as floats cannot hold a ratio near 1 closer than
     about 1e-16.
     """
-    return min(LOG_TOLERANCE, LOG_FLOOR + LOG_RELATIVE * epsilon)
-#: Largest allowed deviation of a row sum from 1.
-ROW_SUM_TOLERANCE = 1e-9
+    return min(LOG_TOLERANCE, LOG_FLOOR + LOG_RELATIVE * epsilon) + 4.0 * float(np.spacing(abs(log_magnitude)))
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class Certificate:
     target : float
         The epsilon the mechanism must meet.
     ok : bool
-        ``max_privacy_loss <= target + log_tolerance(target)``, entries non-negative and
+        ``max_privacy_loss <= target + log_tolerance(target, log_magnitude)``, entries non-negative and
         row sums within ``ROW_SUM_TOLERANCE`` of 1.
     worst_pair : tuple of int
         (a, b, r) where the largest loss occurs.
@@ -112,14 +115,9 @@ class Certificate:
         log_magnitude: float = 0.0,
         **notes: Any,
     ) -> "Certificate":
-        """The verdict for measured quantities: the one place ``ok`` is decided.
-
-        ``log_magnitude``: for a loss measured as a difference of logarithms (entries kept in
-        log space because they underflow), the largest ``|ln x|`` involved; such a difference
-        cannot resolve the loss closer than a few ulps of it, so four are added to the slack.
-        """
-        slack = log_tolerance(epsilon) + 4.0 * float(np.spacing(abs(log_magnitude)))
-        ok = loss <= epsilon + slack and min_entry >= 0.0 and row_sum_error <= ROW_SUM_TOLERANCE
+        """The verdict for measured quantities: the one place ``ok`` is decided
+        (``log_magnitude``: see :func:`log_tolerance`)."""
+        ok = loss <= epsilon + log_tolerance(epsilon, log_magnitude) and min_entry >= 0.0 and row_sum_error <= ROW_SUM_TOLERANCE
         return cls(
             max_privacy_loss=float(loss),
             target=float(epsilon),
