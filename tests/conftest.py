@@ -23,6 +23,12 @@ settings.register_profile("explore", deadline=None, suppress_health_check=[Healt
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dpopt"))
 EXPLORE = os.environ.get("HYPOTHESIS_PROFILE") == "explore"
 
+# pytest.approx(x, rel=r) also accepts anything within 1e-12 of x (its default absolute
+# tolerance, kept when only rel is given), so at the scale of small epsilons (losses near
+# 1e-12, probabilities of e^-40) every such comparison passed whatever the value. Here an
+# absolute tolerance applies only where a test asks for one (abs=...).
+type(pytest.approx(0.0)).DEFAULT_ABSOLUTE_TOLERANCE = 0.0
+
 
 def examples(count: int) -> int:
     """A property test's own number of examples (``@settings(max_examples=examples(60))``), ten

@@ -135,16 +135,27 @@ def test_the_slack_on_the_loss_is_relative_at_tiny_epsilon():
     assert log_tolerance(1.0) == 1e-12
 
 
-def test_geometric_noise_at_tiny_epsilon_measures_its_float_decay():
+def test_geometric_noise_at_tiny_epsilon_measures_the_loss_of_its_entries():
     """The window-and-tails measurement of integer noise at epsilon = 1e-12 read 1.0019e-12
-    (a difference of logarithms of entries near 5e-13); the loss of the float decay b is
-    -ln(b), within 1e-4 of epsilon there (b's last digit)."""
+    (a difference of logarithms of entries near 5e-13). Against 60-digit ``decimal``
+    arithmetic on the entries it reads (the window extended by a period each side), every
+    pair at most a period apart: the float entries hold their ratios to about 1e-16, so this
+    loss is not the float decay's -ln(b) (1e-4 apart at 1e-12)."""
+    from decimal import Decimal, localcontext
+
     from dpopt.mechanisms.integer_noise import PeriodicNoise
 
     for sensitivity in (1, 3):
-        b = np.exp(-1e-12)
-        loss, _, _ = PeriodicNoise.geometric(sensitivity, b).worst_ratio()
-        assert loss == pytest.approx(-np.log1p(b - 1.0), rel=1e-9)
+        for epsilon in (1e-12, 1e-13):
+            noise = PeriodicNoise.geometric(sensitivity, np.exp(-epsilon))
+            m = noise.half_width
+            entries = [Decimal(float(p)) for p in noise.pmf(np.arange(-m - sensitivity, m + sensitivity + 1))]
+            with localcontext() as context:
+                context.prec = 60
+                exact = max(abs((entries[i] / entries[i + s]).ln())
+                            for s in range(1, sensitivity + 1) for i in range(len(entries) - s))
+            loss, _, _ = noise.worst_ratio()
+            assert loss == pytest.approx(float(exact), rel=1e-9)
 
 
 def test_a_loss_measured_in_log_space_gets_the_slack_of_its_logarithms():

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.conftest import ROOT
 
 PLUGIN = textwrap.dedent(
@@ -62,3 +64,12 @@ def test_warnings_raised_in_tests_are_still_errors(tmp_path):
     """
     done = _run(tmp_path, body)
     assert done.returncode == 1 and "1 failed" in done.stdout, done.stdout[-2000:]
+
+
+def test_approx_has_no_hidden_absolute_tolerance():
+    """conftest.py sets pytest.approx's default absolute tolerance (1e-12) to 0: with it,
+    ``approx(x, rel=1e-9)`` accepted any value within 1e-12 of x, so a test of a loss near
+    epsilon = 1e-12 passed at twice the loss (it did, until 2026-11-28)."""
+    assert 2e-12 != pytest.approx(1e-12, rel=1e-9)
+    assert [0.0, 1e-13] != pytest.approx([0.0, 0.0])
+    assert 1e-13 == pytest.approx(0.0, abs=1e-12)  # asked for explicitly, it still applies
