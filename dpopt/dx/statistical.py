@@ -55,7 +55,7 @@ def marginal_attribute_scale(values: Any, distances: Any, n: int) -> AttributeSc
     u = check_array(values, "values", OWNER, ndim=1, max_abs=MAX_MAGNITUDE)
     d = check_array(distances, "distances", OWNER, ndim=2, low=0.0, allow_inf=True)
     rows = check_int(n, "n", OWNER, low=1)
-    if d.shape != (u.size, u.size) or u.size < 2 or not np.allclose(d, d.T) or np.any(np.diag(d) != 0):
+    if d.shape != (u.size, u.size) or u.size < 2 or not np.array_equal(d, d.T) or np.any(np.diag(d) != 0):
         raise fail("distances", OWNER, f"a symmetric {u.size} x {u.size} metric with a zero diagonal on at least 2 values", d.shape)
     d = metric_closure(d)
     i, j = np.triu_indices(u.size, 1)

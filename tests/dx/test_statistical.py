@@ -53,3 +53,13 @@ def test_theorem_10_release_is_dx_private_between_neighbouring_datasets():
     assert log_ratio.max() <= sum(eps) * (1 + 1e-9)
     draws = release.release(rows, 20_000, rng=1, exact=False)
     np.testing.assert_allclose(draws.mean(axis=0), centre, atol=4 * c.max() * np.sqrt(2 / 20_000) * 3)
+
+
+def test_an_asymmetric_budget_metric_is_refused_at_any_scale():
+    """Symmetry was checked with np.allclose (absolute tolerance 1e-8), so distances of 1e-9 and
+    5e-9 between the same two values passed as one metric; the problem file route already asked
+    for exact symmetry."""
+    from dpopt.validation import DPOptError
+
+    with pytest.raises(DPOptError, match="distances"):
+        marginal_attribute_scale([0.0, 1.0], [[0.0, 1e-9], [5e-9, 0.0]], 10)
