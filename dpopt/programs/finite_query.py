@@ -212,6 +212,11 @@ still not met (see ``benchmarks/finite_query.py``).
   share four or more; none more than ten), and a greedy cover by 275 bicliques saves 1,356 of
   the 13,116 directed rows per output (10%) for 1,100 new entries per output: not tried
   further.
+* *IPX's own dualization* (session 34, highspy 1.16, ``ipx_dualize_strategy``): on the
+  dual LP of the 6-node universe, strategies 0, 2 (the default) and 3 take 0.55 and 0.48 s
+  at epsilon = 1 and 4, and 1 (IPX dualizes, i.e. solves the primal) 1.8 and 1.4 s: the
+  default already picks the faster form. The 1044-graph route in the same hour
+  (``benchmarks/finite_query.py --parts 2``): 8.3, 20.9, 23.8 and 78 s at epsilon = 0.5, 1, 2, 4.
 * *The relaxation to a few datasets as a route of its own* (session 15). Its optimum is the
   full optimum once the subset holds an optimal dual's support, which is small on the
   atlas (a vertex of the 6-node dual: 20 of 156 datasets, 0.04 s), but a mechanism for all
