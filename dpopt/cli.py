@@ -31,6 +31,7 @@ import math
 import os
 import sys
 import threading
+from decimal import Decimal, InvalidOperation
 from typing import Any, Iterator, NoReturn, Sequence
 
 from dpopt.export import check_export_path
@@ -86,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sample_cmd = commands.add_parser("sample", help="draw releases from the solved, certified mechanism")
     sample_cmd.add_argument("problem", metavar="PROBLEM.toml")
-    sample_cmd.add_argument("--true-value", type=_finite_float, default=None, dest="true_value",
+    sample_cmd.add_argument("--true-value", type=_exact_number, default=None, dest="true_value",
                             help="the true answer (required except for dx_linear_query and statistical_query, which use the file's histogram or rows)")
     sample_cmd.add_argument("--count", type=int, default=1, help=f"number of releases, 1..{MAX_RELEASES:,}")
     source = sample_cmd.add_mutually_exclusive_group()
@@ -128,6 +129,28 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"a finite number is required, got {text!r}")  # argparse names the option
     return value
+
+
+#: Largest magnitude of ``--true-value``: about a double's range (an integer beyond it would print
+#: hundreds of digits in every release, and no real-valued mechanism takes it).
+MAX_TRUE_VALUE = 2**1023
+
+
+def _exact_number(text: str) -> int | float:
+    """``--true-value`` as written: an integer stays an exact int, anything else is the nearest double.
+
+    Read as a double, 123456789012345678 became ...680, and the neighbours 2**60 + 128 and
+    2**60 + 129 became true values 256 apart, which noise for sensitivity 1 does not hide.
+    """
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not value.is_finite() or value.copy_abs() > MAX_TRUE_VALUE:
+        raise argparse.ArgumentTypeError(f"a finite number of magnitude at most 2**1023 is required, got {text!r}")
+    if value == value.to_integral_value():
+        return int(value)
+    return float(value)
 
 
 def _json_line(data: dict[str, Any]) -> str:
@@ -418,12 +441,12 @@ def _true_value(problem: Any, value: float | None) -> Any:
     if value is None:
         raise InvalidParameterError("true-value", "dpopt sample", "given (--true-value V)", None)
     if problem.kind != "calibration" and not hasattr(problem, "neighbouring_set"):  # real noise takes real values
-        if value != int(value):
+        if not isinstance(value, int):
             raise InvalidParameterError("true-value", "dpopt sample", "an integer for this problem kind", value)
-        return int(value)
+        return value
     # a calibrated mechanism may be integer-valued (geometric, discrete Laplace): a whole number
-    # is handed over as an int, which real-valued samplers take as well
-    return int(value) if value == int(value) else value
+    # is handed over as an int (exactly as written), which real-valued samplers take as well
+    return value
 
 
 #: Options whose value may be a negative number.

@@ -37,7 +37,7 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["BlockedDiscrete", "ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_bernoulli_fraction", "exact_geometric", "geometric_of_scale", "exact_choice", "exact_choice_logits", "dyadic_exp", "exact_choice_rows", "EXACT_SAMPLER", "FACTORED_SAMPLER", "LOGIT_SAMPLER", "FLOAT_SAMPLER"]
+__all__ = ["BlockedDiscrete", "ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_bernoulli_fraction", "exact_geometric", "geometric_of_scale", "exact_choice", "exact_choice_logits", "dyadic_exp", "exact_choice_rows", "offset_exactly", "EXACT_SAMPLER", "FACTORED_SAMPLER", "LOGIT_SAMPLER", "FLOAT_SAMPLER"]
 
 #: How a release from a finite mechanism is drawn (reported with every release).
 EXACT_SAMPLER = "exact: float64 entries as dyadic rationals, normalised exactly, integer inverse CDF"
@@ -54,6 +54,22 @@ FACTORED_SAMPLER = ("exact: G's row (its float64 entries as dyadic rationals whi
 FLOAT_SAMPLER = "float64 inverse CDF (simulation grade: not exact; see dpopt.exact_sampling)"
 
 _WORD = 64
+
+
+def offset_exactly(centre: int, offsets: Any, scale: int = 1) -> np.ndarray:
+    """``centre + scale * offsets`` in exact integer arithmetic: int64 where every value fits
+    with room to spare, else an object array of Python integers.
+
+    An integer release is its true value plus integer noise. int64 arithmetic wraps
+    silently (a true value of -2**63 was released as +9.2e18) and a Python integer beyond
+    int64 cannot enter an int64 array at all (an OverflowError where a release was asked for).
+    """
+    centre, scale = int(centre), int(scale)
+    step = np.asarray(offsets)
+    widest = int(np.abs(step).max()) if step.size else 0
+    if abs(centre) < 2**61 and widest * abs(scale) < 2**61:
+        return centre + scale * step.astype(np.int64)
+    return np.array([centre + scale * int(o) for o in step.ravel()], dtype=object).reshape(step.shape)
 
 
 def random_words(source: Any, size: int) -> np.ndarray:

@@ -209,7 +209,8 @@ class Solution:
         -------
         numpy.ndarray
             Released values (column labels); for multi-level releases an array
-            of shape (count, k), one column per level.
+            of shape (count, k), one column per level. Integer releases are int64, or
+            Python integers (an object array) where a value leaves int64's range.
         """
         if self.kind in DATA_KINDS:
             row = true_value  # a dataset (None: the problem's own); the sampler validates it

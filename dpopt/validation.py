@@ -112,7 +112,10 @@ def check_real(
     allowed = f"a float in {_interval(low, high, low_open, high_open)}"
     if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
         raise fail(parameter, owner, allowed, value)
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int or Fraction beyond a double's range (10**400)
+        raise fail(parameter, owner, allowed, value) from None
     if not math.isfinite(number):
         raise fail(parameter, owner, allowed, value)
     if low is not None and (number < low or (low_open and number == low)):

@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+from decimal import Decimal
 
 import pytest
 
@@ -190,6 +191,22 @@ def test_a_negative_true_value_in_any_notation_is_a_value_not_an_option(capsys, 
     assert json.loads(out)["releases"] == json.loads(run(capsys, "sample", path, f"--true-value={value}", "--count", "2", "--seed", "1")[1])["releases"]
 
 
+@pytest.mark.parametrize("value", ["123456789012345678", "1152921504606847105", "-9223372036854775808", "1e30"])
+def test_an_integer_true_value_is_read_exactly_and_released_around_itself(capsys, value):
+    """Until 2026-11-28 --true-value was read as a double: 123456789012345678 became ...680, and
+    the neighbours 2**60 + 128 and 2**60 + 129 (the second value here) became true values 256
+    apart, which geometric noise for sensitivity 1 does not hide; -2**63 wrapped to releases
+    near +9.2e18 (int64), and 1e30 ended in an internal OverflowError."""
+    path = str(PROBLEMS / "noise_adding_staircase.toml")
+    code, out, err = run(capsys, "sample", path, f"--true-value={value}", "--count", "200", "--seed", "3")
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    true = int(Decimal(value))
+    assert data["true_value"] == true
+    offsets = [release - true for release in data["releases"]]
+    assert all(isinstance(r, int) for r in data["releases"]) and max(map(abs, offsets)) < 200 and min(offsets) < 0 < max(offsets)
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet", ".npz"])
 def test_export(capsys, tmp_path, suffix):
     target = tmp_path / f"m{suffix}"
@@ -206,7 +223,9 @@ def test_export(capsys, tmp_path, suffix):
         (("solve", TABLE1, "--export", "out.xlsx"), "'export'"),
         (("sample", TABLE1, "--true-value", "9"), "'true_value'"),
         (("sample", TABLE1, "--true-value", "1", "--count", "0"), "'count'"),
-        (("sample", TABLE1, "--true-value", "x"), "invalid float value"),
+        (("sample", TABLE1, "--true-value", "x"), "invalid number"),
+        (("sample", TABLE1, "--true-value", "1e999"), "magnitude at most 2**1023"),
+        (("sample", TABLE1, "--true-value", "nan"), "finite"),
         (("sample", TABLE1, "--true-value", "1.5"), "'true-value'"),
         (("sample", TABLE1), "'true-value'"),
         (("solve", str(PROBLEMS / "dx_example1.toml"), "--solver", "HIGHS"), "'solver'"),  # a cone HiGHS lacks: exit 3 until 2026-11-28

@@ -322,3 +322,13 @@ def test_a_power_coin_undecided_by_its_first_word_is_decided_exactly(monkeypatch
     drawn = es._power_coins((numerator, denominator.bit_length() - 1), digit, as_digit, 1, None)
     u = Fraction(first * 2**64 + second, 2**128)  # U is in [u, u + 2^-128): decided by p's second word
     assert bool(drawn[0]) == (u < p) and (u + Fraction(1, 2**128) <= p or u >= p)
+
+
+@given(centre=st.integers(-(2**70), 2**70), offsets=st.lists(st.integers(-(2**62), 2**62), max_size=5), scale=st.integers(1, 2**12))
+def test_offsets_are_added_in_exact_integer_arithmetic(centre, offsets, scale):
+    """``offset_exactly`` is the sum in Python integers, whichever dtype holds it: int64
+    arithmetic wrapped a true value of -2**63 plus noise to +9.2e18 (2026-11-28)."""
+    got = es.offset_exactly(centre, np.array(offsets, dtype=np.int64), scale)
+    assert [int(v) for v in got] == [centre + scale * o for o in offsets]
+    if got.dtype != object:
+        assert got.dtype == np.int64

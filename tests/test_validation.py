@@ -13,7 +13,7 @@ def test_message_format_names_parameter_owner_allowed_and_value():
     assert info.value.parameter == "alpha"
 
 
-@pytest.mark.parametrize("bad", [True, "1", None, math.nan, math.inf, [1.0]])
+@pytest.mark.parametrize("bad", [True, "1", None, math.nan, math.inf, [1.0], pytest.param(10**400, id="10**400"), pytest.param(-(10**400), id="-10**400")])  # 10**400: an OverflowError until 2026-11-28
 def test_check_real_rejects_non_numbers(bad):
     with pytest.raises(InvalidParameterError):
         check_real(bad, "x", "owner")

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.exact_sampling import offset_exactly
 from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian, DiscreteLaplace
 from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_real, fail
@@ -115,7 +116,7 @@ class GridLaplace:
         x = check_real(true_value, "true_value", OWNER)
         count = check_count(count, OWNER)
         z = DiscreteLaplace(self.scale).sample(count, rng=resolve_rng(rng, secure=secure))
-        return grid_points(grid_index(x, self.grid) + z, self.grid)
+        return grid_points(offset_exactly(grid_index(x, self.grid), z), self.grid)
 
 
 def discrete_gaussian_delta(sigma2: float, epsilon: float, steps: int) -> float:
@@ -182,7 +183,7 @@ class GridGaussian:
         x = check_real(true_value, "true_value", OWNER)
         count = check_count(count, OWNER)
         z = DiscreteGaussian(self.sigma2).sample(count, rng=resolve_rng(rng, secure=secure))
-        return grid_points(grid_index(x, self.grid) + z, self.grid)
+        return grid_points(offset_exactly(grid_index(x, self.grid), z), self.grid)
 
 
 #: How :func:`rounded_laplace` draws (reported with every release that uses it).
@@ -215,14 +216,14 @@ def rounded_laplace(mean: Fraction, scale: float, grid: float, count: int, sourc
     u = Fraction(mean) / g + Fraction(1, 2)
     j0 = math.floor(u)
     if scale == 0:
-        return _indices(j0, np.zeros(count, dtype=np.int64))
+        return offset_exactly(j0, np.zeros(count, dtype=np.int64))
     f, s = float(u - j0), float(scale) / float(grid)
     centre = -0.5 * (math.expm1(-f / s) + math.expm1(-(1.0 - f) / s))
     half = math.log(0.5)
     side = exact_choice_logits([math.log(centre), half - (1.0 - f) / s, half - f / s], count, source)
     k = geometric_of_scale(s, count, source)
     offset = np.where(side == 1, 1 + k, np.where(side == 2, -1 - k, 0))
-    return _indices(j0, offset)
+    return offset_exactly(j0, offset)
 
 
 def rounded_laplace_release(mean: Fraction, scale: float, grid: float, count: int, source: Any) -> np.ndarray:
@@ -241,11 +242,3 @@ def check_release_grid(grid: float, scales: np.ndarray, owner: str) -> None:
     positive = positive[positive > 0]
     if positive.size and grid > COARSEST_GRID_PER_SCALE * positive.min():
         raise fail("release_grid", owner, f"at most 1000 times the smallest noise scale ({positive.min():.6g})", grid)
-
-
-def _indices(centre: int, offset: np.ndarray) -> np.ndarray:
-    """``centre + offset`` as int64 where it fits (with room to spare), else as Python integers."""
-    if abs(centre) < 2**61 and (not offset.size or int(np.abs(offset).max()) < 2**61):
-        return centre + offset.astype(np.int64)
-    return np.array([centre + int(o) for o in offset], dtype=object)
-

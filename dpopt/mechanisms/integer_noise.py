@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.certificates import log_ratios
-from dpopt.exact_sampling import exact_choice, exact_geometric
+from dpopt.exact_sampling import exact_choice, exact_geometric, offset_exactly
 from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_int, check_real, fail
 
@@ -243,15 +243,15 @@ class PeriodicNoise:
         left, right = self._left_period, self._right_period
         regions = np.concatenate([s1 * left, self.window, s1 * right])
         pick = exact_choice(regions, count, source)
-        out = np.empty(count, dtype=np.int64)
         in_left, in_right = pick < d, pick >= d + self.window.size
-        centre = ~(in_left | in_right)
-        out[centre] = pick[centre] - d - m
-        # a tail draw: position j chosen above; the period k >= 1 is geometric, Pr[k] = (1 - b) b^(k-1)
+        # the position within the window, or within the tail's first period
+        position = np.where(in_left, -m + pick, np.where(in_right, m - d + 1 + (pick - d - self.window.size), pick - d - m))
+        # a tail draw: position j chosen above; the period k >= 1 is geometric, Pr[k] = (1 - b) b^(k-1);
+        # k Delta leaves int64 at tiny epsilon with a large Delta (k ~ 1 / epsilon)
         k = 1 + exact_geometric(b, count, source)
-        out[in_left] = -m + pick[in_left] - k[in_left] * d
-        out[in_right] = m - d + 1 + (pick[in_right] - d - self.window.size) + k[in_right] * d
-        return out
+        periods = np.where(in_left, -k, np.where(in_right, k, 0))
+        tails = offset_exactly(0, periods, d)
+        return tails + (position.astype(object) if tails.dtype == object else position)
 
     def count_matrix(self, n: int) -> np.ndarray:
         """The range-restricted mechanism on {0..n}: release ``clip(i + Z, 0, n)``."""

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from dpopt.exact_sampling import offset_exactly
 from dpopt.mechanisms.integer_noise import PeriodicNoise, tail_sums
 from dpopt.mechanisms.noise import AdditiveNoise, check_epsilon, check_sensitivity
 from dpopt.sampling import resolve_rng
@@ -247,4 +248,4 @@ class DiscreteStaircaseMechanism:
 
     def sample(self, true_value: int = 0, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
         value = check_int(true_value, "true_value", self.owner)
-        return value + self.noise.sample(count, rng=resolve_rng(rng, secure=secure))
+        return offset_exactly(value, self.noise.sample(count, rng=resolve_rng(rng, secure=secure)))

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.certificates import Certificate
-from dpopt.exact_sampling import EXACT_SAMPLER
+from dpopt.exact_sampling import EXACT_SAMPLER, offset_exactly
 from dpopt.mechanisms.gaussian import GaussianMechanism
 from dpopt.mechanisms.generalized_gaussian import (
     GeneralizedGaussianNoise,
@@ -198,7 +198,7 @@ def solve_closed_form(problem: Calibration, solver: str | None, repair: bool) ->
         if rounded is not None:
             return rounded(true_value, count, source)
         if isinstance(mech, PeriodicNoise):
-            return int(round(true_value)) + mech.sample(count, rng=source)
+            return offset_exactly(round(true_value), mech.sample(count, rng=source))
         if isinstance(mech, (GridLaplace, GridGaussian)):
             return mech.sample(true_value, count, rng=source)
         return mech.sample(true_value, count, rng=source, exact=False)  # Solution.sample gates the float path

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.certificates import Certificate
-from dpopt.exact_sampling import EXACT_SAMPLER
+from dpopt.exact_sampling import EXACT_SAMPLER, offset_exactly
 from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.lazy_modules import pandas as pd
 from dpopt.limits import check_memory
@@ -129,7 +129,7 @@ def rounded_laplace_noise(problem: NoiseAdding) -> PeriodicNoise:
 
 def _solution(problem: NoiseAdding, noise: PeriodicNoise, certificate: Certificate, **fields: object) -> Solution:
     def sampler(true_value: int, count: int, source: RandomSource) -> np.ndarray:
-        return true_value + noise.sample(count, rng=source)
+        return offset_exactly(true_value, noise.sample(count, rng=source))
 
     return Solution(
         problem=problem,

@@ -104,6 +104,19 @@ def test_calibrated_grid_releases_are_exact_noise_around_the_rounded_value(mecha
     assert dpopt.audit(solution, draws=30_000, confidence=0.999).passed
 
 
+@pytest.mark.parametrize("mechanism,extra", [("discrete_laplace", {}), ("discrete_gaussian", {"delta": 1e-6}), ("geometric", {})])
+def test_a_true_value_beyond_int64_cells_is_released_not_an_overflow(mechanism, extra):
+    """4e18 on a grid of 0.25 is cell 1.6e19, beyond int64: adding the noise to it raised an
+    OverflowError (2026-11-28). The releases are the grid points nearest the exact cells."""
+    grid = {} if mechanism == "geometric" else {"grid": 0.25}
+    solution = dpopt.solve(dpopt.Calibration(mechanism=mechanism, epsilon=0.8, sensitivity=1.0, **grid, **extra))
+    true = 4 * 10**18
+    draws = solution.sample(true, 50, rng=5)
+    assert np.all(np.abs(np.array([float(d) for d in draws]) - true) < 2e3)
+    if mechanism == "geometric":  # integer noise: the releases are exact integers
+        assert all(abs(int(d) - true) < 200 for d in draws) and len({int(d) for d in draws}) > 3
+
+
 def test_grid_is_refused_where_it_means_nothing_or_is_too_fine():
     with pytest.raises(InvalidParameterError, match="grid"):
         dpopt.Calibration(mechanism="gaussian_analytic", epsilon=1.0, delta=1e-5, grid=0.1)  # only laplace and staircase are rounded

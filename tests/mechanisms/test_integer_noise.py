@@ -87,3 +87,17 @@ def test_geometric_noise_with_a_large_period_is_measured_quickly():
     noise = PeriodicNoise.geometric(100_000, np.exp(-1e-3))
     loss, _, shift = noise.worst_ratio()
     assert loss == pytest.approx(1e-3, rel=1e-9) and shift == 100_000
+
+
+def test_tail_draws_beyond_int64_are_exact_integers():
+    """At epsilon ~ 1.1e-16 with Delta = 10**4 a tail draw's k Delta is about 1e20, beyond
+    int64, which wrapped it to an arbitrary value below 9.2e18 (2026-11-28). |Z| is then
+    Delta times a geometric count: its median is about Delta ln 2 / epsilon."""
+    b = float(np.nextafter(1.0, 0.0))
+    noise = PeriodicNoise.geometric(10**4, b)
+    z = noise.sample(400, rng=np.random.default_rng(7))
+    magnitude = np.array([abs(int(v)) for v in z], dtype=float)
+    assert magnitude.max() > 2**63
+    median = 10**4 * np.log(2) / -np.log1p(b - 1.0)
+    assert 0.8 * median < np.median(magnitude) < 1.25 * median
+    assert 0.4 < np.mean([int(v) > 0 for v in z]) < 0.6
