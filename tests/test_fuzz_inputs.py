@@ -77,7 +77,7 @@ def to_toml(document: dict[str, Any]) -> str:
 
 INT64 = 2**63 - 1
 SPECIAL = [
-    0, -1, 1, 2, 3, 7, 10**9, 10**12, INT64, -INT64,
+    0, -1, 1, 2, 3, 7, 10**9, 10**12, INT64, -INT64, 2**64, 10**400, -(10**400),  # TOML integers have no size limit
     0.0, -0.0, 5e-324, 1e-300, 1e-10, 0.25, 0.5, 0.999999, 1.0, 1.5, 40.0, 700.0, 1e308, -1e308,
     math.nan, math.inf, -math.inf, True, False,
     "", "x", "1.5", "nan", "absolute", "zero_one", "uniform", "matrix", "laplace",

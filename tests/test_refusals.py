@@ -45,6 +45,9 @@ CASES = {
     "n = 10**6": ('kind = "count_query"\nn = 1000000\nalpha = 0.5\n', "'n'"),
     "huge sensitivity": ('kind = "noise_adding"\nsensitivity = 1000000000\nepsilon = 1.0\n', "'sensitivity'"),
     "huge window": ('kind = "noise_adding"\nsensitivity = 2\nepsilon = 1.0\nwindow = 100000000000\n', "'window'"),
+    # TOML integers have no size limit: the memory estimate's float arithmetic overflowed (exit 1 until 2026-11-28)
+    "sensitivity 10**400": (f'kind = "noise_adding"\nsensitivity = {10**400}\nepsilon = 1.0\n', "'sensitivity'"),
+    "window 10**400": (f'kind = "noise_adding"\nsensitivity = 2\nepsilon = 1.0\nwindow = {10**400}\n', "'window'"),
     "huge p": ('kind = "calibration"\nmechanism = "truncated_generalized_gaussian"\nepsilon = 1.0\np = 1000000\nlower = 0.0\nupper = 100.0\n', "'p'"),
     "huge multi-level": ('kind = "multi_level_release"\nn = 100000000\nalphas = [0.2, 0.5]\n', "'n'"),
     # class 7: strings and ragged arrays in d_X fields

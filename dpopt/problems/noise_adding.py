@@ -65,10 +65,11 @@ class NoiseAdding:
         return matrix_bytes(self.sensitivity, self.window)
 
     def __post_init__(self) -> None:
-        delta = check_int(self.sensitivity, "sensitivity", KIND, low=1)
+        # bounded before the memory estimate, whose float arithmetic overflowed on 10**400
+        delta = check_int(self.sensitivity, "sensitivity", KIND, low=1, high=int(MAX_MAGNITUDE))
         level = resolve_privacy(self.alpha, self.epsilon, KIND)
         check_choice(self.cost, "cost", KIND, COSTS)
-        m = 2 * delta if self.window is None else check_int(self.window, "window", KIND, low=delta)
+        m = 2 * delta if self.window is None else check_int(self.window, "window", KIND, low=delta, high=int(MAX_MAGNITUDE))
         # every method builds the noise's pmf over the window and one period of each tail, and
         # its certificate a dozen arrays of that length (the mechanism matrix, (Delta + 1) times
         # longer, only on request: methods.noise_adding.noise_matrix; the LP: its own estimate)
