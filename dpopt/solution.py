@@ -13,7 +13,7 @@ from dpopt.certificates import Certificate
 from dpopt.lazy_modules import pandas as pd
 from dpopt.mechanisms.factored import FactoredMechanism
 from dpopt.sampling import RandomSource, check_count, resolve_rng, sample_row
-from dpopt.validation import check_int, check_real, fail
+from dpopt.validation import check_exact_real, check_int, fail
 
 __all__ = ["Solution", "mechanism_frame", "DATA_KINDS"]
 
@@ -216,8 +216,9 @@ class Solution:
             row = true_value  # a dataset (None: the problem's own); the sampler validates it
             rows: list[Any] = []
         elif self.parameters is not None or self.integer_inputs:
-            # additive mechanisms accept any true value (an integer for integer noise)
-            checker = check_int if self.integer_inputs else check_real
+            # additive mechanisms accept any true value (an integer for integer noise); an int or
+            # Fraction stays exact for the grid samplers, which place it in rational arithmetic
+            checker = check_int if self.integer_inputs else check_exact_real
             row = checker(true_value, "true_value", self.kind)
             rows = []
         else:

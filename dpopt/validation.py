@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 from numbers import Integral, Real
 from typing import Any, Iterable, Sequence
 
@@ -122,6 +123,21 @@ def check_real(
         raise fail(parameter, owner, allowed, value)
     if high is not None and (number > high or (high_open and number == high)):
         raise fail(parameter, owner, allowed, value)
+    return number
+
+
+def check_exact_real(value: Any, parameter: str, owner: str) -> int | Fraction | float:
+    """``value`` validated as :func:`check_real` does (a finite number in a double's range) and
+    returned exactly: an integer as an int, a Fraction as itself, anything else as a float.
+
+    For true values released on a grid, whose cell is computed in rational arithmetic: as a
+    double, 2**60 + 128 and 2**60 + 129 (neighbours for sensitivity 1) are 256 apart.
+    """
+    number = check_real(value, parameter, owner)
+    if isinstance(value, (Integral, np.integer)):
+        return int(value)
+    if isinstance(value, Fraction):
+        return value
     return number
 
 

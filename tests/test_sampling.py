@@ -67,3 +67,20 @@ def test_a_parametric_solution_has_no_inputs_to_list():
     solution = dpopt.solve(dpopt.Calibration(mechanism="laplace", epsilon=1.0))
     with pytest.raises(InvalidParameterError, match="'inputs'"):
         solution.inputs
+
+
+@pytest.mark.parametrize("problem,both_cells", [
+    (dpopt.Calibration(mechanism="discrete_laplace", epsilon=30.0, sensitivity=1.0, grid=2.0), False),
+    (dpopt.Calibration(mechanism="discrete_gaussian", epsilon=30.0, delta=1e-3, sensitivity=1.0, grid=2.0), False),
+    (dpopt.Calibration(mechanism="laplace", epsilon=30.0, sensitivity=1.0, grid=2.0), True),
+    (dpopt.Calibration(mechanism="staircase", epsilon=30.0, sensitivity=1.0, grid=2.0), True),
+    (dpopt.NeighbouringSetNoise(neighbouring_set=[[0, 1]], epsilon=30.0, release_grid=2.0), True),
+], ids=["discrete_laplace", "discrete_gaussian", "laplace", "staircase", "neighbouring_set"])
+def test_an_integer_true_value_is_placed_on_the_grid_exactly(problem, both_cells):
+    """2**53 + 1 is no double: as one (2**53) it sat at the centre of the grid cell of 2**53 and
+    every nearly noiseless release was 2**53 (until 2026-11-28). Exactly, it is the boundary
+    between the cells of 2**53 and 2**53 + 2: the discrete noises (rounded half up) release
+    2**53 + 2, the continuous ones either, about half the time each."""
+    releases = dpopt.solve(problem).sample(2**53 + 1, 60, rng=1)
+    offsets = {int(v) - 2**53 for v in releases}
+    assert offsets == ({0, 2} if both_cells else {2})

@@ -67,3 +67,17 @@ def test_a_refused_value_is_shown_on_one_line():
 
     message = str(InvalidParameterError("n", "count_query", "an integer", pd.Categorical(["a"])))
     assert "\n" not in message and "Categories" in message
+
+
+def test_check_exact_real_keeps_ints_and_fractions_exact():
+    from fractions import Fraction
+
+    from dpopt.validation import check_exact_real
+
+    assert check_exact_real(2**53 + 1, "x", "owner") == 2**53 + 1
+    assert check_exact_real(np.int64(-(2**62) - 1), "x", "owner") == -(2**62) - 1
+    assert check_exact_real(Fraction(1, 3), "x", "owner") == Fraction(1, 3)
+    assert type(check_exact_real(np.float32(0.5), "x", "owner")) is float
+    for bad in (True, math.nan, 10**400, "1"):
+        with pytest.raises(InvalidParameterError):
+            check_exact_real(bad, "x", "owner")

@@ -34,7 +34,7 @@ import numpy as np
 from dpopt.exact_sampling import offset_exactly
 from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian, DiscreteLaplace
 from dpopt.sampling import check_count, resolve_rng
-from dpopt.validation import check_real, fail
+from dpopt.validation import check_exact_real, check_real, fail
 
 __all__ = ["COARSEST_GRID_PER_SCALE", "GridLaplace", "GridGaussian", "ROUNDED_LAPLACE_SAMPLER", "check_release_grid", "grid_index", "grid_points", "grid_sensitivity",
            "discrete_gaussian_delta", "rounded_laplace", "rounded_laplace_release"]
@@ -113,7 +113,7 @@ class GridLaplace:
         return self.grid * 2 * r / (1 - r * r) + self.grid / 2
 
     def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        x = check_real(true_value, "true_value", OWNER)
+        x = check_exact_real(true_value, "true_value", OWNER)
         count = check_count(count, OWNER)
         z = DiscreteLaplace(self.scale).sample(count, rng=resolve_rng(rng, secure=secure))
         return grid_points(offset_exactly(grid_index(x, self.grid), z), self.grid)
@@ -180,7 +180,7 @@ class GridGaussian:
         return self.grid * float(np.sum(np.abs(z) * DiscreteGaussian(self.sigma2).pmf(z))) + self.grid / 2
 
     def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False) -> np.ndarray:
-        x = check_real(true_value, "true_value", OWNER)
+        x = check_exact_real(true_value, "true_value", OWNER)
         count = check_count(count, OWNER)
         z = DiscreteGaussian(self.sigma2).sample(count, rng=resolve_rng(rng, secure=secure))
         return grid_points(offset_exactly(grid_index(x, self.grid), z), self.grid)

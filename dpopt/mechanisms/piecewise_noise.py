@@ -199,12 +199,13 @@ class PiecewiseNoise:
         A fair bit gives the sign. Given the piece ``[lo, hi)`` of Z, the release is the grid
         point j g whose cell ``[(j - 1/2) g, (j + 1/2) g)`` holds ``x + U`` for U uniform on
         the piece: j is drawn with probability the cell's overlap with ``x + [lo, hi)`` over
-        ``hi - lo``, exactly for x, g and the breaks as the dyadic rationals they are
+        ``hi - lo``, exactly for x (an int or Fraction as given, a float as the dyadic
+        rational it is), g and the breaks as the dyadic rationals they are
         (:meth:`_rounded`: decided by a uniform word in float64 with a proven margin, or
         in rational arithmetic). So the release's law is exactly the rounding of ``x + Z``
         for the density held as dyadic weights.
         """
-        x, g = Fraction(float(true_value)), Fraction(float(grid))
+        x, g = Fraction(true_value), Fraction(float(grid))
         b, v = self.breaks, self.log_values
         lengths = np.diff(b)
         first = self._first_of_period
@@ -350,7 +351,9 @@ def _decided_cells(x: float, g: float, lo: np.ndarray, hi: np.ndarray, words: np
     computed as ``b + q Delta``) lie within 32 u (S + 1) of the exact ones, u = 2**-53: about
     fourteen roundings, each of at most u times a magnitude below 3 (S + 1). A draw is decided
     when both ends, widened by ``2**-45 (S + 1)`` (eight times that error), have one floor, and
-    S + 1 < :data:`FAST_CELLS`, so that the floors are exact integers.
+    S + 1 < :data:`FAST_CELLS`, so that the floors are exact integers. An exact true value that
+    is not a double (an int beyond 2**53) enters as ``float(x)``, one more rounding of at most
+    u S, still far inside the margin.
     """
     scale = (abs(x) + np.maximum(np.abs(lo), np.abs(hi))) / g + 1.0
     start = (x + lo) / g + 0.5

@@ -172,7 +172,7 @@ def _rounded(problem: Calibration, mech: Any, params: dict[str, Any], cert: Cert
     params = {**params, "grid": g, "expected_absolute_error": params["expected_absolute_error"] + g / 2}
     if problem.mechanism == "laplace":
         def draw(true_value: float, count: int, source: RandomSource) -> np.ndarray:
-            return rounded_laplace_release(Fraction(float(true_value)), mech.scale, g, count, source)
+            return rounded_laplace_release(Fraction(true_value), mech.scale, g, count, source)
 
         return draw, params, cert, ROUNDED_LAPLACE_SAMPLER
     noise = staircase_noise(problem.sensitivity, problem.epsilon, mech.gamma)

@@ -341,7 +341,7 @@ def _real_solution(problem: NeighbouringSetNoise, noise: PiecewiseNoise, method:
 
     def sampler(true_value: float, count: int, source: RandomSource) -> np.ndarray:
         if grid is None:
-            return true_value + noise.sample_from(source, count)
+            return float(true_value) + noise.sample_from(source, count)
         if noise.cells_per_piece(grid) > MAX_CELLS_PER_PIECE:
             raise fail("release_grid", KIND, f"at least {noise.cells_per_piece(1.0) / MAX_CELLS_PER_PIECE:.3g} for this density "
                        f"(a piece may span at most 2**60 grid cells)", grid)
