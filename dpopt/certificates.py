@@ -82,6 +82,11 @@ class Certificate:
         it rests on (for example post-processing of the geometric mechanism).
     delta : float
         The delta of an (epsilon, delta) guarantee (0 for pure DP).
+    tolerance : float
+        How far ``max_privacy_loss`` may exceed ``target`` and still be ``ok``
+        (:func:`log_tolerance`). Beside a tiny epsilon it dominates: at epsilon = 2e-16 it is
+        1e-15, since float64 entries hold a ratio near 1 only to ~1.1e-16, so a certificate
+        there guarantees ``max_privacy_loss``, not the target.
     """
 
     max_privacy_loss: float
@@ -94,11 +99,12 @@ class Certificate:
     mixing_weight: float = 0.0
     method: str = "measured"
     delta: float = 0.0
+    tolerance: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["worst_pair"] = list(self.worst_pair)
-        for key in ("max_privacy_loss", "target", "min_entry", "max_row_sum_error", "mixing_weight"):
+        for key in ("max_privacy_loss", "target", "min_entry", "max_row_sum_error", "mixing_weight", "tolerance"):
             value = data[key]
             data[key] = None if not np.isfinite(value) else float(value)
         return data
@@ -117,7 +123,8 @@ class Certificate:
     ) -> "Certificate":
         """The verdict for measured quantities: the one place ``ok`` is decided
         (``log_magnitude``: see :func:`log_tolerance`)."""
-        ok = loss <= epsilon + log_tolerance(epsilon, log_magnitude) and min_entry >= 0.0 and row_sum_error <= ROW_SUM_TOLERANCE
+        tolerance = log_tolerance(epsilon, log_magnitude)
+        ok = loss <= epsilon + tolerance and min_entry >= 0.0 and row_sum_error <= ROW_SUM_TOLERANCE
         return cls(
             max_privacy_loss=float(loss),
             target=float(epsilon),
@@ -125,6 +132,7 @@ class Certificate:
             worst_pair=worst_pair,
             min_entry=float(min_entry),
             max_row_sum_error=float(row_sum_error),
+            tolerance=float(tolerance),
             **notes,
         )
 

@@ -165,3 +165,15 @@ def test_a_loss_measured_in_log_space_gets_the_slack_of_its_logarithms():
     solution = dpopt.solve(dpopt.CountQuery(n=200, epsilon=1e-12, loss="absolute"), "factored")
     assert solution.certificate.ok
     assert solution.certificate.max_privacy_loss <= 1e-12 * (1 + 3e-3)
+
+
+def test_the_certificate_reports_the_slack_its_verdict_allowed():
+    """At epsilon = 2e-16 float64 entries cannot hold the ratio e^epsilon (the nearest doubles
+    below 1 are 1.1e-16 apart): geometric noise measures 2.2e-16 and the verdict rests on the
+    1e-15 floor, which the certificate now states beside the target."""
+    from dpopt.certificates import log_tolerance
+
+    tiny = dpopt.solve(dpopt.CountQuery(n=5, epsilon=2e-16), "geometric").certificate
+    assert tiny.ok and tiny.max_privacy_loss > tiny.target
+    assert tiny.tolerance == log_tolerance(2e-16) and tiny.to_dict()["tolerance"] == pytest.approx(1e-15, rel=1e-3)
+    assert dpopt.solve(dpopt.CountQuery(n=5, epsilon=1.0), "geometric").certificate.tolerance == 1e-12
