@@ -19,6 +19,12 @@ KIND = "calibration"
 MAX_ORDER = 50
 #: Largest |bound| / sensitivity of a bounded mechanism (floating-point resolution, see below).
 MAX_BOUND_RATIO = 1e9
+#: Smallest epsilon for ``truncated_generalized_gaussian``. Its loss is measured through the
+#: truncation masses A(s), incomplete gamma values scipy gives to about 1e-15 relative; where
+#: b is far above the bounds' width, ln(A(s') / A(s)) is of order epsilon, so the measured loss
+#: carries a few 1e-15 of noise: 10-60% of epsilon = 1e-14 (p = 2..10, widths 1 to 2000),
+#: above epsilon at 1e-15, where every calibration was refused as uncertified (exit 4).
+MIN_TRUNCATED_GG_EPSILON = 1e-14
 
 #: mechanism -> (needs delta, needs p, needs bounds, bounds allowed)
 CALIBRATED_MECHANISMS: dict[str, tuple[bool, bool, bool, bool]] = {
@@ -130,6 +136,9 @@ class Calibration:
             for bound in ("lower", "upper"):
                 if abs(getattr(self, bound)) > MAX_BOUND_RATIO * self.sensitivity:
                     raise fail(bound, KIND, f"within {MAX_BOUND_RATIO:g} x sensitivity of 0 (|{bound}| / sensitivity <= {MAX_BOUND_RATIO:g})", getattr(self, bound))
+        if name == "truncated_generalized_gaussian" and self.epsilon < MIN_TRUNCATED_GG_EPSILON:
+            raise fail("epsilon", KIND, f"at least {MIN_TRUNCATED_GG_EPSILON:g} for truncated_generalized_gaussian (below it its "
+                       "privacy loss is measured only to its own size)", self.epsilon)
         if name == "gaussian_classic" and not self.epsilon < 1.0:
             raise fail("epsilon", KIND, "a float in (0, 1) for gaussian_classic", self.epsilon)
 

@@ -52,6 +52,8 @@ def test_truncated_generalized_gaussian_and_bounded_laplace():
         (dict(mechanism="generalized_gaussian", epsilon=0.5, delta=0.1), "p"),
         (dict(mechanism="generalized_gaussian", epsilon=0.5, delta=0.1, p=1), "p"),
         (dict(mechanism="truncated_generalized_gaussian", epsilon=0.5, p=2), "lower"),
+        # its loss is measured to a few 1e-15: refused as uncertified (exit 4) until 2026-11-28
+        (dict(mechanism="truncated_generalized_gaussian", epsilon=1e-15, p=2, lower=0.0, upper=100.0), "epsilon"),
         (dict(mechanism="laplace", epsilon=0.5, lower=1.0, upper=0.0), "upper"),
         (dict(mechanism="geometric", epsilon=0.5, sensitivity=1.5), "sensitivity"),
         (dict(mechanism="cauchy", epsilon=0.5), "mechanism"),
@@ -153,3 +155,14 @@ def test_a_rounded_calibration_samples_from_the_cli_and_reads_back(tmp_path, cap
     back = read_solution(str(tmp_path / "s.json"))
     assert back.problem.grid == 0.05
     np.testing.assert_array_equal(back.sample(0.4, 20, rng=2), np.array(dpopt.solve(load_problem(path)).sample(0.4, 20, rng=2)))
+
+
+@pytest.mark.parametrize("p", [2, 5, 10])
+def test_truncated_generalized_gaussian_is_certified_down_to_its_smallest_epsilon(p):
+    """The smallest epsilon the calibration takes is one it can certify, for several orders and
+    widths (the loss is measured to a few 1e-15; at 1e-15 every case was refused)."""
+    from dpopt.problems.calibration import MIN_TRUNCATED_GG_EPSILON
+
+    for lower, upper in ((0.0, 100.0), (-1e3, 1e3)):
+        solution = dpopt.solve(Calibration(mechanism="truncated_generalized_gaussian", epsilon=MIN_TRUNCATED_GG_EPSILON, p=p, lower=lower, upper=upper))
+        assert solution.certificate.ok and solution.certificate.max_privacy_loss <= MIN_TRUNCATED_GG_EPSILON
