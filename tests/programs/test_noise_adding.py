@@ -204,3 +204,43 @@ def test_the_window_lp_through_the_table_is_the_staircase(cost):
     assert build_noise_program(problem)[0].variables()[0].size > 2 * problem.window + 1  # the table is there
     lp, stair = dpopt.solve(problem, "lp"), dpopt.solve(problem, "staircase")
     assert lp.certificate.ok and lp.objective == pytest.approx(stair.objective, rel=1e-9)
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(sensitivity=st.integers(1, 6), epsilon=st.floats(0.05, 5.0), cost=st.sampled_from(["absolute", "squared"]),
+       seed=st.integers(0, 2**32 - 1), scale=st.floats(1e-6, 1e3))
+def test_the_window_bound_from_any_multipliers_is_below_the_optimum(sensitivity, epsilon, cost, seed, scale):
+    """Weak duality, whatever multipliers: the bound never exceeds the optimum, which is the discrete
+    staircase's (Geng-Viswanath; the LP reaches it, test above)."""
+    import dpopt
+    from dpopt.programs.noise_adding import window_lower_bound, window_shifts, window_line
+
+    problem = NoiseAdding(sensitivity=sensitivity, epsilon=epsilon, cost=cost)
+    rows, _ = line_privacy_rows(window_line(problem.window, sensitivity, problem.alpha), 2 * problem.window + 1,
+                                window_shifts(sensitivity), problem.alpha, 1.0)
+    multipliers = scale * np.random.default_rng(seed).exponential(size=rows.shape[0])
+    optimum = dpopt.solve(problem, "staircase").objective
+    assert window_lower_bound(problem, multipliers) <= optimum * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("sensitivity,epsilon,cost", [(1, 1.0, "absolute"), (3, 0.1, "squared"), (40, 5.0, "absolute"), (10, 1e-6, "absolute")])
+def test_the_integer_lp_is_judged_optimal_by_a_certified_bound(sensitivity, epsilon, cost):
+    """Until 2026-11-28 the LP was called optimal when its repaired objective met the solver's
+    own; now, without a range-maximum table, its row duals give a bound that meets the discrete
+    staircase's optimum, and the verdict rests on it."""
+    import dpopt
+
+    problem = NoiseAdding(sensitivity=sensitivity, epsilon=epsilon, cost=cost)
+    solution = dpopt.solve(problem, "lp")
+    staircase = dpopt.solve(problem, "staircase").objective
+    lower = solution.details["lower_bound"]
+    assert solution.exact and solution.details["judged_by"] == "certified lower bound"
+    assert lower <= staircase * (1 + 1e-12) and lower == pytest.approx(staircase, rel=1e-9)
+    assert solution.summary()["lower_bound"] == lower
+
+
+def test_with_a_range_maximum_table_the_lp_has_no_bound_and_says_how_it_was_judged():
+    import dpopt
+
+    solution = dpopt.solve(NoiseAdding(sensitivity=DIRECT_RUN + 36, epsilon=1.0), "lp")
+    assert solution.exact and "lower_bound" not in solution.details and solution.details["judged_by"] == "solver objective"
