@@ -277,9 +277,9 @@ def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:
     certified_gap = (solution.objective - lower) / max(abs(solution.objective), 1e-300)
     if np.isfinite(lower):
         solution.details.update(lower_bound=lower, gap=certified_gap)
-    # judged against the bound, which no solver claim enters, where it closes; otherwise (a
-    # range-maximum table, or an optimum near 1e-12 that the duals' ~1e-9 accuracy cannot
-    # resolve) against the solver's own objective, as before the bound existed
+    # judged against the bound, which no solver claim enters, where it closes; otherwise (an
+    # optimum near 1e-12 that the duals' ~1e-9 accuracy cannot resolve) against the solver's
+    # own objective, as before the bound existed
     closed = certified_gap <= LP_REPAIR_GAP
     solution.details["judged_by"] = "certified lower bound" if closed else "solver objective"
     if closed or repair_gap <= LP_REPAIR_GAP:

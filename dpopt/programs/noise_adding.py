@@ -112,26 +112,57 @@ def window_lower_bound(problem: NoiseAdding, multipliers: np.ndarray | None) -> 
     """A lower bound on :func:`build_noise_program`'s optimum from any multipliers of its privacy rows.
 
     For ``lam >= 0`` and every feasible z (``R z <= 0``, ``mass @ p = 1``, z >= 0),
-    ``cost @ p >= cost @ p + lam @ R z = r @ z`` with reduced costs ``r = cost + R^T lam``; if
-    the range-maximum variables' r are >= 0 this is at least ``min_j (r_j / mass_j)`` (every
-    mass_j >= 1), whatever the solver. With the solver's row duals it meets the optimum to
-    about 1e-14 (relative) where Delta <= DIRECT_RUN (no table); with a table, the table's
-    reduced costs come out slightly negative (-1e-13 to -6e-8) and no bound is given (``-inf``).
+    ``cost @ p >= cost @ p + lam @ R z = r @ z`` with reduced costs ``r = cost + R^T lam``; once
+    the range-maximum variables' r are >= 0 (:func:`_table_balanced` makes them so) this is at
+    least ``min_j (r_j / mass_j)`` (every mass_j >= 1), whatever the solver. With the solver's
+    row duals it meets the optimum to about 4e-13 (relative).
     """
     if multipliers is None:
         return -np.inf
     m, d, b = problem.window, problem.sensitivity, problem.alpha
     rows, table = line_privacy_rows(window_line(m, d, b), 2 * m + 1, window_shifts(d), b, 1.0)
     lam = np.clip(np.asarray(multipliers, dtype=float).ravel(), 0.0, None)
-    if lam.size != rows.shape[0]:
+    if lam.size != rows.shape[0] or not np.all(np.isfinite(lam)):
         return -np.inf
-    cost = cost_vector(m, d, b, problem.power)
     n = 2 * m + 1
+    if table.variables:
+        lam = _table_balanced(rows, lam, table)
     reduced = rows.T @ lam
-    reduced[:n] += cost
     if reduced[n:].size and reduced[n:].min() < 0:
         return -np.inf
+    reduced[:n] += cost_vector(m, d, b, problem.power)
     return float(np.min(reduced[:n] / mass_vector(m, d, b)))
+
+
+def _table_balanced(rows: sparse.csr_array, lam: np.ndarray, table: RangeMaxTable) -> np.ndarray:
+    """Multipliers whose reduced costs on the range-maximum variables are >= 0 (the solver's duals
+    leave them at -1e-13 to -6e-8).
+
+    A table variable U_k(a) is the larger side (coefficient -1) only of the rows
+    ``U_(k-1)(.) <= U_k(a)``, so its reduced cost is what its other rows add minus those rows'
+    multipliers; a deficit is therefore at most their total, and scaling them down by it (top
+    level first) closes it, lowering only the reduced costs of level k - 1, handled next, and
+    at level 1 of the window itself, which the bound's minimum then sees.
+    """
+    lam = lam.copy()
+    coo = rows.tocoo()
+    negative = coo.data < 0
+    larger = np.full(rows.shape[0], -1, dtype=np.int64)
+    larger[coo.row[negative]] = coo.col[negative]  # every row has one negative entry: its larger side
+    weight = np.zeros(rows.shape[0])
+    weight[coo.row[negative]] = -coo.data[negative]
+    for k in range(table.levels, 0, -1):
+        lo = table.first + int(table.start[k])
+        hi = lo + table.lengths[k - 1]
+        reduced = (rows.T @ lam)[lo:hi]
+        here = (larger >= lo) & (larger < hi)
+        total = np.bincount(larger[here] - lo, weights=lam[here] * weight[here], minlength=hi - lo)
+        # closed with room: 1e-12 of the rows' total, far above the rounding of the sums (a few
+        # ulps of it), which left -4e-14 where the deficit alone was taken off
+        deficit = np.where(reduced < 1e-12 * total, np.clip(-reduced, 0.0, None) + 1e-12 * total, 0.0)
+        factor = np.where(deficit > 0, np.clip(1.0 - deficit / np.where(total > 0, total, 1.0), 0.0, 1.0), 1.0)
+        lam[here] *= factor[larger[here] - lo]
+    return lam
 
 
 def noise_objective_scale(problem: NoiseAdding) -> float:
