@@ -52,7 +52,6 @@ from dpopt.programs.noise_adding import (
     GridProgram,
     build_grid_program,
     build_noise_program,
-    window_lower_bound,
     grid_functionals,
     grid_rows,
     mass_vector,
@@ -61,6 +60,7 @@ from dpopt.programs.noise_adding import (
     noise_objective_scale,
     repair_window,
     strictly_private_cells,
+    window_lower_bound,
     window_rows,
 )
 from dpopt.registry import register, register_reader
