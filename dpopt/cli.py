@@ -440,12 +440,11 @@ def _true_value(problem: Any, value: float | None) -> Any:
         return None
     if value is None:
         raise InvalidParameterError("true-value", "dpopt sample", "given (--true-value V)", None)
-    if problem.kind != "calibration" and not hasattr(problem, "neighbouring_set"):  # real noise takes real values
-        if not isinstance(value, int):
-            raise InvalidParameterError("true-value", "dpopt sample", "an integer for this problem kind", value)
-        return value
-    # a calibrated mechanism may be integer-valued (geometric, discrete Laplace): a whole number
-    # is handed over as an int (exactly as written), which real-valued samplers take as well
+    # real noise (calibrations, neighbouring sets) takes any number, a whole one as the exact int
+    # _exact_number read; the other kinds' inputs are integers
+    real = problem.kind == "calibration" or hasattr(problem, "neighbouring_set")
+    if not real and not isinstance(value, int):
+        raise InvalidParameterError("true-value", "dpopt sample", "an integer for this problem kind", value)
     return value
 
 

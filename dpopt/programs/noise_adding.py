@@ -27,7 +27,7 @@ from dpopt.problems.noise_adding import NoiseAdding
 from dpopt.programs.range_max import DIRECT_RUN, Line, RangeMaxTable, line_privacy_rows, privacy_rows_bound
 
 __all__ = ["build_noise_program", "window_lower_bound", "noise_objective_scale", "extension_matrix", "cost_vector", "build_grid_program", "GridProgram", "grid_shifts", "grid_privacy_rows",
-           "grid_rows", "repair_cells", "window_line", "window_rows"]
+           "grid_rows", "repair_cells", "window_line", "window_privacy_rows", "window_rows"]
 
 
 def extension_matrix(m: int, period: int, decay: float) -> sparse.csr_array:
@@ -92,6 +92,12 @@ def window_shifts(period: int) -> np.ndarray:
     return np.concatenate([np.arange(-period, 0), np.arange(1, period + 1)])
 
 
+def window_privacy_rows(problem: NoiseAdding) -> tuple[sparse.csr_array, RangeMaxTable]:
+    """The window LP's privacy rows ``R @ [p, U] <= 0`` and their range-maximum table (:func:`line_privacy_rows`)."""
+    m, d, b = problem.window, problem.sensitivity, problem.alpha
+    return line_privacy_rows(window_line(m, d, b), 2 * m + 1, window_shifts(d), b, 1.0)
+
+
 def build_noise_program(problem: NoiseAdding) -> tuple[cp.Problem, cp.Expression]:
     """The LP of ``problem`` and its window (an expression when range-maximum variables follow it).
 
@@ -100,7 +106,7 @@ def build_noise_program(problem: NoiseAdding) -> tuple[cp.Problem, cp.Expression
     scaled so that no coefficient exceeds 1 (the rows of :func:`privacy_matrix`).
     """
     m, d, b = problem.window, problem.sensitivity, problem.alpha
-    rows, table = line_privacy_rows(window_line(m, d, b), 2 * m + 1, window_shifts(d), b, 1.0)
+    rows, table = window_privacy_rows(problem)
     z = cp.Variable(2 * m + 1 + table.variables, nonneg=True, name="window_and_table")
     p = z[: 2 * m + 1] if table.variables else z
     cost = cost_vector(m, d, b, problem.power)
@@ -120,7 +126,7 @@ def window_lower_bound(problem: NoiseAdding, multipliers: np.ndarray | None) -> 
     if multipliers is None:
         return -np.inf
     m, d, b = problem.window, problem.sensitivity, problem.alpha
-    rows, table = line_privacy_rows(window_line(m, d, b), 2 * m + 1, window_shifts(d), b, 1.0)
+    rows, table = window_privacy_rows(problem)  # rebuilt, not taken from the program: 17 ms at Delta = 1000
     lam = np.clip(np.asarray(multipliers, dtype=float).ravel(), 0.0, None)
     if lam.size != rows.shape[0] or not np.all(np.isfinite(lam)):
         return -np.inf

@@ -215,11 +215,10 @@ def test_the_window_bound_from_any_multipliers_is_below_the_optimum(sensitivity,
     the bound never exceeds the optimum, which is the discrete staircase's (Geng-Viswanath; the LP
     reaches it, test above)."""
     import dpopt
-    from dpopt.programs.noise_adding import window_lower_bound, window_shifts, window_line
+    from dpopt.programs.noise_adding import window_lower_bound, window_privacy_rows
 
     problem = NoiseAdding(sensitivity=sensitivity, epsilon=epsilon, cost=cost)
-    rows, _ = line_privacy_rows(window_line(problem.window, sensitivity, problem.alpha), 2 * problem.window + 1,
-                                window_shifts(sensitivity), problem.alpha, 1.0)
+    rows, _ = window_privacy_rows(problem)
     multipliers = scale * np.random.default_rng(seed).exponential(size=rows.shape[0])
     optimum = dpopt.solve(problem, "staircase").objective
     assert window_lower_bound(problem, multipliers) <= optimum * (1 + 1e-12)
@@ -246,13 +245,13 @@ def test_the_integer_lp_is_judged_optimal_by_a_certified_bound(sensitivity, epsi
 def test_balancing_leaves_every_table_reduced_cost_non_negative():
     """The solver's duals leave some range-maximum variables' reduced costs negative (so no bound
     would hold); balanced, none is, with room above the rounding of the sums."""
-    from dpopt.programs.noise_adding import _table_balanced, window_line, window_shifts
+    from dpopt.programs.noise_adding import _table_balanced, window_privacy_rows
 
     problem = NoiseAdding(sensitivity=100, epsilon=1.0)
     program, _ = build_noise_program(problem)
     run_program(program, solver=None, owner="test")
-    m, d, b = problem.window, problem.sensitivity, problem.alpha
-    rows, table = line_privacy_rows(window_line(m, d, b), 2 * m + 1, window_shifts(d), b, 1.0)
+    m = problem.window
+    rows, table = window_privacy_rows(problem)
     lam = np.clip(np.asarray(program.constraints[0].dual_value, dtype=float), 0.0, None)
     assert (rows.T @ lam)[2 * m + 1:].min() < 0
     balanced = _table_balanced(rows, lam, table)
