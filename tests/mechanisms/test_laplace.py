@@ -117,6 +117,43 @@ def test_truncated_sampler_matches_its_cdf():
     assert stats.kstest(draws, lambda y: mech.cdf(y, 1.0)).pvalue > 1e-3
 
 
+def _truncated_cdf_in_decimal(mech: TruncatedLaplaceMechanism, y: float, s: float) -> float:
+    """The truncated law's cdf as a ratio of Laplace cdf differences in 60 digits."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as context:
+        context.prec = 60
+        b, s_ = Decimal(mech.scale), Decimal(s)
+
+        def laplace(v: Decimal) -> Decimal:
+            z = (v - s_) / b
+            return z.exp() / 2 if z < 0 else 1 - (-z).exp() / 2
+
+        low, high = laplace(Decimal(mech.lower)), laplace(Decimal(mech.upper))
+        return float((laplace(Decimal(y)) - low) / (high - low))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 1e-6, 1e-10, 1e-13])
+def test_truncated_cdf_at_tiny_epsilon_against_decimal_arithmetic(epsilon):
+    # Until 2026-11-29 the cdf subtracted Laplace cdfs near 1/2: at epsilon = 1e-13 it gave
+    # 0 for cdf(0.001 | s = 0) (true: 1e-4) and was 1.3e-4 off in the middle
+    mech = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=epsilon, lower=0.0, upper=10.0)
+    for s, y in [(3.0, 2.5), (3.0, 7.0), (0.0, 0.001), (10.0, 9.999), (5.0, 5.0), (0.0, 10.0)]:
+        assert float(mech.cdf(y, s)) == pytest.approx(_truncated_cdf_in_decimal(mech, y, s), rel=1e-14)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1e-13])
+def test_truncated_sampler_matches_its_cdf_at_any_epsilon(epsilon):
+    # At epsilon = 1e-13 the law is nearly uniform on the bounds; the old single inverse cdf
+    # drew from a few hundred floats between Laplace cdfs near 1/2
+    mech = TruncatedLaplaceMechanism(sensitivity=1.0, epsilon=epsilon, lower=0.0, upper=5.0)
+    for s in (0.0, 1.0, 5.0):
+        draws = mech.sample(s, 20_000, rng=7, exact=False)
+        assert draws.min() >= 0 and draws.max() <= 5
+        assert np.unique(draws).size > 19_000
+        assert stats.kstest(draws, lambda y: mech.cdf(y, s)).pvalue > 1e-3
+
+
 def test_thresholded_release_has_point_masses_at_the_bounds():
     mech = ThresholdedLaplaceMechanism(sensitivity=1.0, epsilon=1.0, lower=0.0, upper=3.0)
     low, high = mech.boundary_masses(0.5)
