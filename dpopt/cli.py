@@ -88,7 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     sample_cmd = commands.add_parser("sample", help="draw releases from the solved, certified mechanism")
     sample_cmd.add_argument("problem", metavar="PROBLEM.toml")
     sample_cmd.add_argument("--true-value", type=_exact_number, default=None, dest="true_value",
-                            help="the true answer (required except for dx_linear_query and statistical_query, which use the file's histogram or rows)")
+                            help="the true answer (for finite_query: the dataset's index in the universe; "
+                                 "required except for dx_linear_query and statistical_query, which use the file's histogram or rows)")
     sample_cmd.add_argument("--count", type=int, default=1, help=f"number of releases, 1..{MAX_RELEASES:,}")
     source = sample_cmd.add_mutually_exclusive_group()
     source.add_argument("--seed", type=int, default=None)
@@ -314,10 +315,13 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
             raise
         raise _float_refusal(problem, solution.method) from None
     summary = solution.summary()
+    given: dict[str, Any] = {"true_value": f"{DATA_KINDS[problem.kind]} in the problem file" if true_value is None else true_value}
+    if problem.kind == "finite_query":  # the row is a dataset: say whose value it holds
+        given["query_value"] = float(problem.universe.values[true_value])
     return [
         {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate", "sampler")}
+        | given
         | {
-            "true_value": f"{DATA_KINDS[problem.kind]} in the problem file" if true_value is None else true_value,
             "count": count,
             "seed": args.seed,
             "source": "secrets" if args.secure else "numpy.random.Generator(PCG64)",
@@ -440,6 +444,12 @@ def _true_value(problem: Any, value: float | None) -> Any:
         return None
     if value is None:
         raise InvalidParameterError("true-value", "dpopt sample", "given (--true-value V)", None)
+    if problem.kind == "finite_query":  # a row of the mechanism: datasets may share a value
+        last = problem.universe.size - 1
+        if not isinstance(value, int) or not 0 <= value <= last:
+            raise InvalidParameterError("true-value", "dpopt sample", f"a dataset's index in the universe, 0..{last} (the "
+                                        "mechanism's row; not its query value, which datasets may share)", value)
+        return value
     # real noise (calibrations, neighbouring sets) takes any number, a whole one as the exact int
     # _exact_number read; the other kinds' inputs are integers
     real = problem.kind == "calibration" or hasattr(problem, "neighbouring_set")

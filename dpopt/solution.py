@@ -224,7 +224,8 @@ class Solution:
         else:
             rows = self.inputs
             if isinstance(true_value, bool) or not _is_row_label(true_value, rows):
-                raise fail("true_value", self.kind, f"one of the inputs {rows[0]}..{rows[-1]}", true_value)
+                what = "a dataset's index in the universe" if self.kind == "finite_query" else "one of the inputs"
+                raise fail("true_value", self.kind, f"{what} {rows[0]}..{rows[-1]}", true_value)
             row = rows.index(true_value)
         count = check_count(count, self.kind)
         if not isinstance(exact, bool):

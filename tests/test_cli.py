@@ -181,6 +181,18 @@ def test_sample_is_seeded(capsys):
     assert len(multi["releases"][0]) == 3
 
 
+def test_a_finite_query_release_is_for_a_dataset_and_says_whose_value_it_holds(capsys):
+    # the row of a finite universe's mechanism is a dataset, and datasets may share a value; until
+    # 2026-11-29 nothing in the output said so, and --true-value 4 on values 0, 1, 2, 4, 5, 8
+    # released for dataset 4 (value 5) where a user meant the value 4
+    path = str(PROBLEMS / "finite_query_explicit.toml")
+    data = json.loads(run(capsys, "sample", path, "--true-value", "3", "--count", "2", "--seed", "1")[1])
+    assert data["true_value"] == 3 and data["query_value"] == 4.0
+    for value in ("6", "-1", "2.5"):
+        code, out, err = run(capsys, "sample", path, "--true-value", value)
+        assert code == cli.EXIT_BAD_INPUT and out == "" and "dataset's index in the universe, 0..5" in err
+
+
 @pytest.mark.parametrize("value", ["-1e3", "-2.5E+2", "-7"])
 def test_a_negative_true_value_in_any_notation_is_a_value_not_an_option(capsys, value):
     # argparse reads "-1e3" after an option as an option of its own ("expected one argument")
