@@ -9,20 +9,50 @@ solver); closed forms are registered beside it as solver-free shortcuts.
 168
 """
 
-from dpopt.privacy_audit import audit
-from dpopt.certificates import Certificate, certify, repair
-from dpopt.problems.calibration import Calibration
-from dpopt.problems.count_query import CountQuery
-from dpopt.problems.dx_linear_query import DXLinearQuery
-from dpopt.problems.finite_query import FiniteQuery
-from dpopt.problems.multi_level import MultiLevelRelease
-from dpopt.problems.noise_adding import NeighbouringSetNoise, NoiseAdding
-from dpopt.problems.statistical_query import StatisticalQuery
-from dpopt.registry import compare, compare_table, methods_for, price_of_closed_form, solve
-from dpopt.solution import Solution
-from dpopt.sweeps import sweep
-from dpopt import plot
-from dpopt.validation import DPOptError, InvalidParameterError, SolverError
+import importlib
+from typing import Any
+
+#: Each public name and the module that defines it, imported on first use (PEP 562), so that
+#: ``import dpopt.console`` (the console script) costs nothing before its Ctrl-C guard is in place.
+_SOURCES = {
+    "audit": "dpopt.privacy_audit",
+    "Certificate": "dpopt.certificates",
+    "certify": "dpopt.certificates",
+    "repair": "dpopt.certificates",
+    "Calibration": "dpopt.problems.calibration",
+    "CountQuery": "dpopt.problems.count_query",
+    "DXLinearQuery": "dpopt.problems.dx_linear_query",
+    "FiniteQuery": "dpopt.problems.finite_query",
+    "MultiLevelRelease": "dpopt.problems.multi_level",
+    "NeighbouringSetNoise": "dpopt.problems.noise_adding",
+    "NoiseAdding": "dpopt.problems.noise_adding",
+    "StatisticalQuery": "dpopt.problems.statistical_query",
+    "compare": "dpopt.registry",
+    "compare_table": "dpopt.registry",
+    "methods_for": "dpopt.registry",
+    "price_of_closed_form": "dpopt.registry",
+    "solve": "dpopt.registry",
+    "Solution": "dpopt.solution",
+    "sweep": "dpopt.sweeps",
+    "DPOptError": "dpopt.validation",
+    "InvalidParameterError": "dpopt.validation",
+    "SolverError": "dpopt.validation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "plot":
+        return importlib.import_module("dpopt.plot")  # a module: importing it binds dpopt.plot
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'dpopt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "plot",
