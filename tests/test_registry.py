@@ -205,3 +205,16 @@ def test_what_a_method_declares_about_releases_is_what_its_solution_samples(prob
     for method in methods_for(problem):
         solution = dpopt.solve(problem, method.name)
         assert method.releases(problem) == solution.sampler_description.startswith("exact"), (problem, method.name)
+
+
+def test_price_of_closed_form_reports_no_ratio_for_an_objective_whose_optimum_is_zero():
+    # a multi-level release's objective is the chains' deviation from G (zero up to round-off):
+    # until 2026-11-29 its ratios (0 and 0.058) read as closed forms beating the optimum
+    chain = dpopt.price_of_closed_form(dpopt.MultiLevelRelease(n=10, alphas=[0.25, 0.5, 0.8]))
+    assert chain["ratio"].isna().all()
+    assert (chain["excess"] == chain["objective"] - chain["optimum"]).all() and chain["excess"].abs().max() < 1e-12
+    count = dpopt.price_of_closed_form(dpopt.CountQuery(n=3, alpha=0.25))
+    assert count.loc["lp", "objective"] == pytest.approx(168 / 415, rel=1e-9)
+    assert count.loc["geometric", "ratio"] == pytest.approx(count.loc["geometric", "objective"] / count.loc["lp", "objective"], rel=1e-15)
+    assert count.loc["geometric", "ratio"] > 1 and count.loc["geometric", "excess"] > 0
+    assert abs(count.loc["factored", "excess"]) < 1e-9 and abs(count.loc["factored", "ratio"] - 1) < 1e-9
