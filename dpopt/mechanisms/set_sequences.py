@@ -139,8 +139,14 @@ def ladder_index(values: np.ndarray, outputs: np.ndarray, neighbours: np.ndarray
     gap = np.abs(values[:, None] - outputs[None, :])
     reach = np.cumsum(ladders, axis=1)  # L_0 .. L_D, non-decreasing: the first rung is a binary search
     first = np.stack([np.searchsorted(row, g - 1e-12, side="left") for row, g in zip(reach, gap)])
-    # beyond the ladder's end the last rung width repeats for ever
-    beyond = np.ceil((gap - reach[:, -1:]) / np.maximum(last, 1e-300) - 1e-12).astype(np.int64) + reach.shape[1] - 1
+    # beyond the ladder's end the last rung width repeats for ever; a last rung of width 0 (a
+    # constant query) never grows, so what lies beyond is unreachable (until 2026-11-29 the
+    # division by 1e-300 cast inf to int64's minimum and put all the mass on the far outputs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rungs = np.ceil((gap - reach[:, -1:]) / last - 1e-12) + (reach.shape[1] - 1)
+    counted = np.broadcast_to(last > 0, gap.shape) & (rungs < UNREACHABLE)
+    beyond = np.full(gap.shape, UNREACHABLE, dtype=np.int64)
+    beyond[counted] = rungs[counted].astype(np.int64)
     return np.where(first < reach.shape[1], first, beyond).astype(np.int64)
 
 

@@ -294,6 +294,12 @@ def _connected_neighbour_privacy(problem: FiniteQuery) -> bool:
     return _neighbour_privacy(problem) and problem.universe.neighbours_connected
 
 
+def _ladder_reaches_an_output(problem: FiniteQuery) -> bool:
+    """A constant query's ladder has rungs of width 0: only an output equal to its value is reached."""
+    values = problem.universe.values
+    return _connected_neighbour_privacy(problem) and (bool(np.ptp(values) > 0) or _value_outputs(problem))
+
+
 def _reaches_an_output(problem: FiniteQuery, radius: np.ndarray | float) -> bool:
     """Theorem 3's R_i^x reach only outputs within delta^y of some f(y), Theorem 2's I_i^x and
     Section 7's score -d̄(x, f^-1(r)) only values of f (radius 0): with none among the outputs
@@ -313,7 +319,8 @@ def _outputs_within_delta(problem: FiniteQuery) -> bool:
 _WITHIN_DELTA = 'privacy = "neighbours" and an output within delta of a value of f'
 #: Each construction's condition beyond the problem kind, and how a refusal names it.
 _CONSTRUCTION_APPLIES: dict[str, tuple[Callable[[FiniteQuery], bool], str]] = {
-    "ladder": (_connected_neighbour_privacy, 'privacy = "neighbours" and neighbours (distance <= 1) connecting every dataset'),
+    "ladder": (_ladder_reaches_an_output, 'privacy = "neighbours", neighbours (distance <= 1) connecting every dataset, and for a '
+               'constant query an output equal to its value'),
     "privacy_first": (_value_outputs, 'privacy = "neighbours" and an output that is a value of f'),
     "exponential": (_value_outputs, 'privacy = "neighbours" and an output that is a value of f'),
     "compositional": (_outputs_within_delta, _WITHIN_DELTA),

@@ -222,6 +222,28 @@ def test_a_metric_whose_neighbours_leave_a_dataset_alone_has_no_ladder():
         dpopt.solve(problem, "ladder")
 
 
+def test_a_ladder_never_reaches_outputs_beyond_rungs_of_width_zero_or_too_far_to_count():
+    """Until 2026-11-29 the rungs past the ladder's end were (gap - reach) / max(width, 1e-300)
+    cast to int64: for a constant query (width 0) and for 1e15 over a width of 1e-10 that was
+    int64's minimum, the far outputs got the smallest index, and the ladder put all its mass
+    there (a constant query 2 released 0 or 5; values near 0 released 1e15)."""
+    chain = [(0, 1), (1, 2), (2, 3)]
+    constant = dpopt.FiniteQuery(universe=Universe.from_edges([2, 2, 2, 2], chain), epsilon=1.0, outputs=[0, 2, 5])
+    index = seq.ladder_index(constant.universe.values, constant.outputs, constant.universe.neighbours)
+    assert (index[:, 1] == 0).all() and (index[:, [0, 2]] == seq.UNREACHABLE).all()
+    solution = dpopt.solve(constant, "ladder")
+    assert solution.objective == 0.0 and (solution.mechanism[2] == 1.0).all() and solution.certificate.ok
+    nowhere = dpopt.FiniteQuery(universe=Universe.from_edges([2, 2, 2, 2], chain), epsilon=1.0, outputs=[0, 5])
+    assert "ladder" not in {m.name for m in dpopt.methods_for(nowhere)}
+    with pytest.raises(dpopt.InvalidParameterError, match="for a constant query an output equal to its value"):
+        dpopt.solve(nowhere, "ladder")
+    far = dpopt.FiniteQuery(universe=Universe.from_edges([0, 1e-10, 2e-10], chain[:2]), epsilon=1.0, outputs=[0, 1e-10, 2e-10, 1e15])
+    index = seq.ladder_index(far.universe.values, far.outputs, far.universe.neighbours)
+    assert (index[:, 3] == seq.UNREACHABLE).all() and (index[:, :3] < 10).all()
+    solution = dpopt.solve(far, "ladder")
+    assert (solution.mechanism[1e15] == 0.0).all() and solution.objective < 1e-9 and solution.certificate.ok
+
+
 def test_outputs_that_are_no_value_of_f_leave_theorem_2_without_rows():
     """I_i^x and -d̄(x, f^-1(r)) reach values of f only: with none among the outputs those two
     constructions are refused (they used to return NaN rows); the others cover any R."""
