@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dpopt.mechanisms.noise import check_epsilon
-from dpopt.exact_sampling import exact_choice_logits, exact_geometric, uniform_below
+from dpopt.exact_sampling import exact_choice_logits, exact_geometric, offset_exactly, uniform_below
 from dpopt.sampling import check_count, resolve_rng
 from dpopt.universes import hop_distances
 from dpopt.limits import MAX_MAGNITUDE
@@ -116,7 +116,7 @@ class LadderMechanism:
             position[zero] -= radius[0]  # S_0 = {-L_0, ..., L_0}
         magnitude = inner + 1 + position // 2
         sign = np.where(position % 2 == 0, 1, -1)
-        return value + np.where(rung == 0, position, sign * magnitude)
+        return offset_exactly(value, np.where(rung == 0, position, sign * magnitude))
 
 
 def ladders_from_universe(values: Sequence[float], neighbours: Any) -> np.ndarray:

@@ -101,3 +101,12 @@ def test_bad_ladders_rejected():
         LadderMechanism(ladder=(3, 1), epsilon=1.0)
     with pytest.raises(InvalidParameterError, match="'neighbours'"):
         ladders_from_universe([0, 1, 2], [[0, 1]])  # disconnected
+
+
+@pytest.mark.parametrize("true_value", [-(2**63), 2**63 + 5, 10**30])
+def test_releases_are_exact_integers_around_any_true_value(true_value):
+    # until 2026-11-29 true value + offset was int64 arithmetic: -2**63 wrapped to releases near
+    # +9.2e18, and a true value beyond int64 was an OverflowError
+    mech = LadderMechanism(ladder=(1, 2, 3), epsilon=1.0)
+    offsets = [int(r) - true_value for r in mech.sample(true_value, 200, rng=8)]
+    assert offsets == mech.sample(0, 200, rng=8).tolist()
