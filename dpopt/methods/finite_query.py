@@ -174,23 +174,30 @@ def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution
     solution = _solution(problem, x, cert, exact=True, method="lp", solver=solver_name, status="optimal", details=details)
     objective, below = solution.objective, details["lower_bound"]
     solution.details["optimality_gap"] = (objective - below) / max(abs(objective), 1e-300)
-    # an objective far below the losses (2e-13 against losses up to 2.5 at epsilon = 15, where
-    # the optimum is of order alpha^4) is judged by the absolute gap: 1e-9 of the best constant
-    # mechanism's objective (until 2026-11-28 of the largest loss, which outputs at +-1e15 made
-    # 1e15: a gap of 6 was "exact")
-    scale = max(abs(objective), 1e-3 * _best_constant_objective(problem))
+    # an objective far below the losses (2e-13 against losses of 1 to 2.5 at epsilon = 15, where
+    # the optimum is of order alpha^4) is judged by the absolute gap: 1e-9 of the smallest loss
+    # the objective can charge, so that at most about 1e-9 of the mass can be misplaced. Until
+    # 2026-11-28 the unit was the largest loss (outputs at +-1e15 made a gap of 6 "exact"), and
+    # until 2026-11-29 the best constant mechanism's objective, which a value of 1e6 beside 0 and
+    # 0.5 (squared loss, epsilon = 30) made 2.5e11: a mechanism at 0.34 was "exact" beside a
+    # certified bound, and a value_lp mechanism, at 0.094.
+    scale = max(abs(objective), 1e-3 * _smallest_charge(problem))
     if objective - below <= EXACT_GAP * scale:
         return solution
     return dataclasses.replace(solution, exact=False, status="gap_above_tolerance")
 
 
-def _best_constant_objective(problem: FiniteQuery) -> float:
-    """The objective of the best mechanism that ignores the data (one output for all): private,
-    so an upper bound on the optimum, and the problem's natural unit of loss."""
+def _smallest_charge(problem: FiniteQuery) -> float:
+    """The smallest positive amount the objective charges for a unit of mass on one entry: the
+    smallest positive loss over the side information (minimax) or of prior weight times loss
+    (average); 0 if every entry is free."""
     loss = problem.loss_matrix
     if problem.objective == "minimax":
-        return float(loss[list(problem.side_information)].max(axis=0).min())
-    return float((problem.weights @ loss).min())
+        charges = loss[list(problem.side_information)]
+    else:
+        charges = problem.weights[:, None] * loss
+    positive = charges[charges > 0]
+    return float(positive.min()) if positive.size else 0.0
 
 
 def _cheapest_outputs_bound(problem: FiniteQuery) -> float:
@@ -294,10 +301,24 @@ def _connected_neighbour_privacy(problem: FiniteQuery) -> bool:
     return _neighbour_privacy(problem) and problem.universe.neighbours_connected
 
 
+def _steps_counted(problem: FiniteQuery) -> bool:
+    """Theorems 1 and 4 and the ladder count an output's distance in steps of the sensitivity, as
+    int64 indices below :data:`seq.UNREACHABLE`: a dataset whose nearest output lies further (1e15
+    over a sensitivity of 1e-10) would have no output it can reach (until 2026-11-29: a ValueError)."""
+    if problem.sensitivity <= 0:
+        return True
+    nearest = np.abs(problem.universe.values[:, None] - problem.outputs[None, :]).min(axis=1)
+    return bool(nearest.max() / problem.sensitivity < seq.UNREACHABLE / 2)
+
+
+def _staircase_steps(problem: FiniteQuery) -> bool:
+    return _neighbour_privacy(problem) and _steps_counted(problem)
+
+
 def _ladder_reaches_an_output(problem: FiniteQuery) -> bool:
     """A constant query's ladder has rungs of width 0: only an output equal to its value is reached."""
     values = problem.universe.values
-    return _connected_neighbour_privacy(problem) and (bool(np.ptp(values) > 0) or _value_outputs(problem))
+    return _connected_neighbour_privacy(problem) and _steps_counted(problem) and (bool(np.ptp(values) > 0) or _value_outputs(problem))
 
 
 def _reaches_an_output(problem: FiniteQuery, radius: np.ndarray | float) -> bool:
@@ -317,10 +338,14 @@ def _outputs_within_delta(problem: FiniteQuery) -> bool:
 
 
 _WITHIN_DELTA = 'privacy = "neighbours" and an output within delta of a value of f'
+_COUNTED = 'privacy = "neighbours" and every dataset within 2^60 sensitivities of its nearest output'
 #: Each construction's condition beyond the problem kind, and how a refusal names it.
 _CONSTRUCTION_APPLIES: dict[str, tuple[Callable[[FiniteQuery], bool], str]] = {
-    "ladder": (_ladder_reaches_an_output, 'privacy = "neighbours", neighbours (distance <= 1) connecting every dataset, and for a '
-               'constant query an output equal to its value'),
+    "ladder": (_ladder_reaches_an_output, 'privacy = "neighbours", neighbours (distance <= 1) connecting every dataset, every '
+               'dataset within 2^60 sensitivities of its nearest output, and for a constant query an output equal to its value'),
+    "staircase": (_staircase_steps, _COUNTED),
+    "utility_first": (_staircase_steps, _COUNTED),
+    "weighted_utility_first": (_staircase_steps, _COUNTED),
     "privacy_first": (_value_outputs, 'privacy = "neighbours" and an output that is a value of f'),
     "exponential": (_value_outputs, 'privacy = "neighbours" and an output that is a value of f'),
     "compositional": (_outputs_within_delta, _WITHIN_DELTA),

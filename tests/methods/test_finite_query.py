@@ -452,6 +452,23 @@ def test_lp_with_an_optimum_near_zero_is_exact_by_the_absolute_gap():
     assert solution.exact and solution.certificate.ok and 0 <= solution.objective < 1e-9
 
 
+def test_an_lp_mechanism_far_above_its_bound_is_not_exact_however_large_the_far_losses():
+    """A value of 1e6 beside 0 and 0.5 (squared loss, epsilon = 30): HiGHS, through the dual and
+    through the primal alike, returns rows at 0.344 while the certified bound is 0.0936, which
+    value_lp's certified mechanism attains. Until 2026-11-29 the gap (0.25) was judged in units of
+    the best constant mechanism's loss (2.5e11) and the 0.344 mechanism was called exact."""
+    problem = dpopt.FiniteQuery(universe=Universe.from_edges([0.5, 0.0, 1e6, 0.0, 0.5, 0.5], [(1, 0), (2, 0), (3, 1), (4, 1), (5, 2)]),
+                                epsilon=30.0, loss="squared")
+    lp, rows = dpopt.solve(problem, "lp"), dpopt.solve(problem, "value_lp")
+    assert rows.certificate.ok and lp.certificate.ok
+    bound = lp.details["lower_bound"]
+    assert bound <= rows.objective <= bound * (1 + 1e-6)  # the bound is the optimum
+    if lp.objective > bound * (1 + 1e-6):
+        assert not lp.exact and lp.status == "gap_above_tolerance"
+    else:
+        assert lp.exact
+
+
 def test_lp_repair_costs_almost_nothing():
     """The repaired mechanism's objective stays within 1e-9 of the solver's optimum (measured on
     the 6-node atlas at epsilon = 4: 1.1e-10 with the graph majorant, 5.1e-10 by mixing alone)."""
