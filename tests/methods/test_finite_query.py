@@ -244,6 +244,21 @@ def test_a_ladder_never_reaches_outputs_beyond_rungs_of_width_zero_or_too_far_to
     assert (solution.mechanism[1e15] == 0.0).all() and solution.objective < 1e-9 and solution.certificate.ok
 
 
+def test_constructions_that_cannot_count_the_steps_to_any_output_are_refused():
+    """Theorem 1's and 4's indices and the ladder's rungs count sensitivities as int64 below
+    seq.UNREACHABLE. With the only output at 1e15 and a sensitivity of 1e-10 no dataset reaches
+    it, and until 2026-11-29 those constructions ended in a ValueError ("no output in its set
+    sequence"); now their applies rule refuses them and the others still run."""
+    problem = dpopt.FiniteQuery(universe=Universe.from_edges([0, 1e-10, 2e-10, 0], [(1, 0), (2, 1), (3, 2)]), epsilon=1.0, outputs=[1e15])
+    counted = {"staircase", "utility_first", "weighted_utility_first", "ladder"}
+    assert counted.isdisjoint(m.name for m in dpopt.methods_for(problem))
+    for name in counted:
+        with pytest.raises(dpopt.InvalidParameterError, match="within 2\\^60 sensitivities of its nearest output"):
+            dpopt.solve(problem, name)
+    solutions = dpopt.compare(problem)
+    assert solutions and all(s.certificate.ok and s.objective == 1e15 for s in solutions)
+
+
 def test_outputs_that_are_no_value_of_f_leave_theorem_2_without_rows():
     """I_i^x and -d̄(x, f^-1(r)) reach values of f only: with none among the outputs those two
     constructions are refused (they used to return NaN rows); the others cover any R."""
