@@ -165,6 +165,10 @@ def index_mechanism(index: np.ndarray, eps: float, *, penalty: np.ndarray | None
     # logsumexp differ by ulps of 0.016 and the rows summed to 1 +- 0.008 (uncertified).
     nearest = np.where(unreachable, UNREACHABLE, index).min(axis=1, keepdims=True)
     weight = (index - nearest).astype(float) + (0.0 if penalty is None else penalty[None, :])
+    # and shifted by its least weight again once the penalty is in: a penalty every output pays
+    # (Theorem 5 with E empty) times a calibrated eps of 3e7 put both logits at -3e7, whose
+    # ulps (4e-9) left the rows summing to 1 + 1.8e-9 (uncertified) until 2026-11-29
+    weight -= np.where(unreachable, np.inf, weight).min(axis=1, keepdims=True)
     logits = np.where(unreachable, -np.inf, -eps * weight)
     return np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
 

@@ -259,6 +259,23 @@ def test_constructions_that_cannot_count_the_steps_to_any_output_are_refused():
     assert solutions and all(s.certificate.ok and s.objective == 1e15 for s in solutions)
 
 
+@given(index=st.lists(st.lists(st.integers(0, 40), min_size=4, max_size=4), min_size=1, max_size=5),
+       penalty=st.lists(st.sampled_from([0.0, 0.3, 1.0, 7.5]), min_size=4, max_size=4),
+       eps=st.sampled_from([0.5, 30.0, 1e4, 31457280.0]))
+def test_index_mechanism_rows_sum_to_one_whatever_the_penalty_and_parameter(index, penalty, eps):
+    # Theorem 5 with E empty (every output pays the penalty) at epsilon = 30 calibrates eps' to
+    # 3e7: until 2026-11-29 the logits sat at -3e7 and the rows summed to 1 + 1.8e-9 (uncertified)
+    x = seq.index_mechanism(np.array(index), eps, penalty=np.array(penalty))
+    assert np.all(np.abs(x.sum(axis=1) - 1.0) <= 4 * np.finfo(float).eps)
+
+
+def test_theorems_5_and_6_with_no_important_output_certify_at_large_epsilon():
+    universe = Universe.from_edges([1, 1], [(1, 0)])
+    for name in ("weighted_utility_first", "weighted_privacy_first"):
+        solution = dpopt.solve(dpopt.FiniteQuery(universe=universe, epsilon=30.0, outputs=[0.0, 2.0, 3.0], loss="squared"), name)
+        assert solution.certificate.ok and solution.certificate.max_row_sum_error <= 4 * np.finfo(float).eps
+
+
 def test_outputs_that_are_no_value_of_f_leave_theorem_2_without_rows():
     """I_i^x and -d̄(x, f^-1(r)) reach values of f only: with none among the outputs those two
     constructions are refused (they used to return NaN rows); the others cover any R."""
