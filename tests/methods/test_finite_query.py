@@ -484,21 +484,32 @@ def test_lp_with_an_optimum_near_zero_is_exact_by_the_absolute_gap():
     assert solution.exact and solution.certificate.ok and 0 <= solution.objective < 1e-9
 
 
-def test_an_lp_mechanism_far_above_its_bound_is_not_exact_however_large_the_far_losses():
+def _far_value(epsilon: float = 30.0) -> dpopt.FiniteQuery:
+    return dpopt.FiniteQuery(universe=Universe.from_edges([0.5, 0.0, 1e6, 0.0, 0.5, 0.5], [(1, 0), (2, 0), (3, 1), (4, 1), (5, 2)]),
+                             epsilon=epsilon, loss="squared")
+
+
+def test_an_lp_mechanism_far_above_its_bound_is_not_exact_however_large_the_far_losses(monkeypatch):
     """A value of 1e6 beside 0 and 0.5 (squared loss, epsilon = 30): HiGHS, through the dual and
-    through the primal alike, returns rows at 0.344 while the certified bound is 0.0936, which
-    value_lp's certified mechanism attains. Until 2026-11-29 the gap (0.25) was judged in units of
-    the best constant mechanism's loss (2.5e11) and the 0.344 mechanism was called exact."""
-    problem = dpopt.FiniteQuery(universe=Universe.from_edges([0.5, 0.0, 1e6, 0.0, 0.5, 0.5], [(1, 0), (2, 0), (3, 1), (4, 1), (5, 2)]),
-                                epsilon=30.0, loss="squared")
-    lp, rows = dpopt.solve(problem, "lp"), dpopt.solve(problem, "value_lp")
-    assert rows.certificate.ok and lp.certificate.ok
+    through the primal alike, returns rows at 0.344 while the certified bound is 0.0936. Until
+    2026-11-29 the gap (0.25) was judged in units of the best constant mechanism's loss (2.5e11)
+    and the 0.344 mechanism was called exact."""
+    from dpopt.methods import finite_query as methods
+
+    monkeypatch.setattr(methods, "_value_lp_applies", lambda problem: False)  # the solver's own rows only
+    lp = dpopt.solve(_far_value(), "lp")
+    assert lp.certificate.ok and lp.objective > 0.3 and lp.details["lower_bound"] < 0.094
+    assert not lp.exact and lp.status == "gap_above_tolerance"
+
+
+def test_an_lp_whose_rows_leave_a_gap_takes_the_value_rows_that_close_it():
+    # value_lp is the LP restricted to rows shared by value: its certified rows are feasible for
+    # the LP, and here they attain the certified bound (0.0936) that HiGHS's rows miss by 0.25
+    lp, rows = dpopt.solve(_far_value(), "lp"), dpopt.solve(_far_value(), "value_lp")
     bound = lp.details["lower_bound"]
-    assert bound <= rows.objective <= bound * (1 + 1e-6)  # the bound is the optimum
-    if lp.objective > bound * (1 + 1e-6):
-        assert not lp.exact and lp.status == "gap_above_tolerance"
-    else:
-        assert lp.exact
+    assert lp.exact and lp.status == "optimal" and lp.certificate.ok and lp.details["rows_from"].startswith("value_lp")
+    assert bound <= lp.objective <= bound * (1 + 1e-6) and lp.objective == rows.objective
+    assert "rows_from" not in dpopt.solve(_far_value(1.0), "lp").details  # where the solver's rows close it, they stay
 
 
 def test_lp_repair_costs_almost_nothing():
