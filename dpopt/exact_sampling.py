@@ -37,7 +37,7 @@ import numpy as np
 
 from dpopt.validation import fail
 
-__all__ = ["BlockedDiscrete", "ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_bernoulli_fraction", "exact_geometric", "geometric_of_scale", "exact_choice", "exact_choice_logits", "dyadic_exp", "exact_choice_rows", "offset_exactly", "EXACT_SAMPLER", "FACTORED_SAMPLER", "LOGIT_SAMPLER", "FLOAT_SAMPLER"]
+__all__ = ["BlockedDiscrete", "ExactDiscrete", "random_words", "uniform_below", "exact_bernoulli", "exact_bernoulli_fraction", "exact_geometric", "geometric_of_scale", "MAX_SCALE_STEPS", "exact_choice", "exact_choice_logits", "dyadic_exp", "exact_choice_rows", "offset_exactly", "EXACT_SAMPLER", "FACTORED_SAMPLER", "LOGIT_SAMPLER", "FLOAT_SAMPLER"]
 
 #: How a release from a finite mechanism is drawn (reported with every release).
 EXACT_SAMPLER = "exact: float64 entries as dyadic rationals, normalised exactly, integer inverse CDF"
@@ -283,6 +283,10 @@ def _power_coins(power: tuple[int, int], digit: int, as_digit: bool, size: int, 
     return out
 
 
+#: Largest scale, in grid steps, :func:`geometric_of_scale` draws for.
+MAX_SCALE_STEPS = 2.0**52
+
+
 def geometric_of_scale(steps: float, size: int, source: Any) -> np.ndarray:
     """``size`` draws of K >= 0 with ``P(K = k) = (1 - r) r^k``, ``r = e^(-1/steps)`` to within an ulp, never 0.
 
@@ -292,7 +296,7 @@ def geometric_of_scale(steps: float, size: int, source: Any) -> np.ndarray:
     counts consecutive successes of an exact coin on it (almost always none).
     """
     s = float(steps)
-    if not 1e-3 <= s <= 2.0**52:
+    if not 1e-3 <= s <= MAX_SCALE_STEPS:
         raise fail("steps", "exact sampling", "a scale in grid steps in [1e-3, 2**52]", s)
     r = math.exp(-1.0 / s)
     if r >= sys.float_info.min:

@@ -32,11 +32,13 @@ from dpopt.exact_sampling import uniform_below
 from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import fail
 
-__all__ = ["DiscreteLaplace", "DiscreteGaussian", "uniform_below", "bernoulli_exp", "MAX_BOUND"]
+__all__ = ["DiscreteLaplace", "DiscreteGaussian", "uniform_below", "bernoulli_exp", "MAX_BOUND", "MAX_RATIONAL"]
 
 OWNER = "discrete gaussian"
 #: Largest integer bound a vectorised coin takes (numpy int64 headroom).
 MAX_BOUND = 2**62
+#: Largest scale (discrete Laplace) or variance (discrete Gaussian) the exact samplers take.
+MAX_RATIONAL = 2**40
 
 
 def _rational(value: Any, field: str) -> Fraction:
@@ -46,7 +48,7 @@ def _rational(value: Any, field: str) -> Fraction:
         q = Fraction(value)
     except (ValueError, ZeroDivisionError, OverflowError):
         raise fail(field, OWNER, "a positive rational (int, float, Fraction or 'p/q')", value) from None
-    if q <= 0 or q.denominator > 2**60 or q > 2**40:
+    if q <= 0 or q.denominator > 2**60 or q > MAX_RATIONAL:
         raise fail(field, OWNER, "a rational in (0, 2**40] with denominator <= 2**60 (a float is its exact dyadic value; "
                    "pass e.g. '7/10' for a short fraction)", value)
     return q

@@ -36,13 +36,17 @@ from dpopt.mechanisms.discrete_gaussian import DiscreteGaussian, DiscreteLaplace
 from dpopt.sampling import check_count, resolve_rng
 from dpopt.validation import check_exact_real, check_real, fail
 
-__all__ = ["COARSEST_GRID_PER_SCALE", "GridLaplace", "GridGaussian", "ROUNDED_LAPLACE_SAMPLER", "check_release_grid", "grid_index", "grid_points", "grid_sensitivity",
+__all__ = ["COARSEST_GRID_PER_SCALE", "MAX_GRID_STEPS", "MAX_GRID_VARIANCE", "GridLaplace", "GridGaussian", "ROUNDED_LAPLACE_SAMPLER", "check_release_grid", "grid_index", "grid_points", "grid_sensitivity",
            "discrete_gaussian_delta", "rounded_laplace", "rounded_laplace_release"]
 
 OWNER = "grid release"
 #: Denominators of the rational noise parameters.
 SCALE_DENOMINATOR = 2**20
 VARIANCE_DENOMINATOR = 1024
+#: Most grid steps one sensitivity may span, and the largest variance (in grid steps) of the
+#: discrete Gaussian's search (a finer grid, or a smaller delta, is needlessly fine).
+MAX_GRID_STEPS = 4096
+MAX_GRID_VARIANCE = 2**20
 
 
 def grid_points(cells: Any, grid: float) -> np.ndarray:
@@ -79,8 +83,8 @@ def _checked(sensitivity: float, epsilon: float, grid: float) -> tuple[float, fl
     eps = check_real(epsilon, "epsilon", OWNER, low=0.0, low_open=True)
     g = check_real(grid, "grid", OWNER, low=0.0, low_open=True)
     s = grid_sensitivity(delta_, g)
-    if s > 4096:
-        raise fail("grid", OWNER, f"at least sensitivity / 4096 (a grid {s} steps per sensitivity is needlessly fine)", g)
+    if s > MAX_GRID_STEPS:
+        raise fail("grid", OWNER, f"at least sensitivity / {MAX_GRID_STEPS} (a grid {s} steps per sensitivity is needlessly fine)", g)
     return delta_, eps, g, s
 
 
@@ -159,7 +163,7 @@ class GridGaussian:
         low, high = Fraction(1, VARIANCE_DENOMINATOR), Fraction(max(1, s * s))
         while discrete_gaussian_delta(float(high), eps, s) > target:
             high *= 2
-            if high > 2**20:
+            if high > MAX_GRID_VARIANCE:
                 raise fail("delta", OWNER, f"large enough for a grid variance below 2**20 at epsilon = {eps:.3g} "
                            "(a larger delta or epsilon, or a coarser grid)", target)
         while high - low > Fraction(1, VARIANCE_DENOMINATOR):  # bisection on the 1/1024 lattice

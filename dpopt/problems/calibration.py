@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpopt.limits import MAX_MAGNITUDE, check_memory
-from dpopt.mechanisms.grid_release import COARSEST_GRID_PER_SCALE
+from dpopt.mechanisms.discrete_gaussian import MAX_RATIONAL
+from dpopt.mechanisms.grid_release import COARSEST_GRID_PER_SCALE, MAX_GRID_STEPS, MAX_GRID_VARIANCE, discrete_gaussian_delta, grid_sensitivity
+from dpopt.exact_sampling import MAX_SCALE_STEPS
 from dpopt.privacy import resolve_privacy
 from dpopt.validation import check_choice, check_int, check_real, fail
 
@@ -119,8 +121,8 @@ class Calibration:
         gridded = GRID_MECHANISMS + ROUNDED_MECHANISMS
         self._field("grid", False, f"given only for {', '.join(gridded)} (a float > 0)",
                     lambda v: check_real(v, "grid", KIND, low=0.0, low_open=True, high=MAX_MAGNITUDE), allowed=name in gridded)
-        if name in GRID_MECHANISMS and self.grid is not None and self.sensitivity / self.grid > 4096:
-            raise fail("grid", KIND, f"at least sensitivity / 4096 = {self.sensitivity / 4096:g}", self.grid)
+        if name in GRID_MECHANISMS:
+            self._check_grid_noise(name)
         if name in ROUNDED_MECHANISMS and self.grid is not None:
             self._check_rounding(name)
         if (self.lower is None) != (self.upper is None):
@@ -142,13 +144,32 @@ class Calibration:
         if name == "gaussian_classic" and not self.epsilon < 1.0:
             raise fail("epsilon", KIND, "a float in (0, 1) for gaussian_classic", self.epsilon)
 
+    def _check_grid_noise(self, name: str) -> None:
+        """The grid noise's own limits, checked here so that they name this problem's fields
+        (until 2026-11-29 the default grid of 1 was not checked, and a scale or variance past the
+        exact samplers' range was refused only by solve, as the 'scale' of "discrete gaussian")."""
+        grid = 1.0 if self.grid is None else self.grid
+        steps = grid_sensitivity(self.sensitivity, grid)
+        if steps > MAX_GRID_STEPS:
+            given = "" if self.grid is not None else " (none was given: the default is 1)"
+            raise fail("grid", KIND, f"at least sensitivity / {MAX_GRID_STEPS} = {self.sensitivity / MAX_GRID_STEPS:g}{given}", self.grid)
+        if name == "discrete_laplace" and steps / self.epsilon > MAX_RATIONAL - 1:
+            raise fail("epsilon", KIND, f"at least {steps / (MAX_RATIONAL - 1):.6g} for discrete_laplace with this grid: its scale, "
+                       f"ceil(sensitivity / grid) / epsilon = {steps} / epsilon grid steps, is at most 2**40 (or a coarser grid)", self.epsilon)
+        if name == "discrete_gaussian" and discrete_gaussian_delta(float(MAX_GRID_VARIANCE), self.epsilon, steps) > self.delta:
+            raise fail("delta", KIND, f"large enough for a grid variance below 2**20 at epsilon = {self.epsilon:.3g} "
+                       "(a larger delta or epsilon, or a coarser grid)", self.delta)
+
     def _check_rounding(self, name: str) -> None:
         if self.lower is not None:
             raise fail("grid", KIND, "omitted for the bounded (truncated) laplace: only its unbounded release is rounded exactly", self.grid)
         finest = FINEST_ROUNDING * self.sensitivity
+        if name == "laplace":  # the rounded Laplace draws its distance in grid steps of scale / grid <= 2**52
+            finest = max(finest, self.sensitivity / self.epsilon / MAX_SCALE_STEPS * (1 + 1e-9))
         coarsest = COARSEST_GRID_PER_SCALE * self.sensitivity / self.epsilon  # as the d_X release_grid
         if not finest <= self.grid <= coarsest:
-            raise fail("grid", KIND, f"between sensitivity x 2**-40 = {finest:.6g} and 1000 x sensitivity / epsilon = {coarsest:.6g} "
+            raise fail("grid", KIND, f"between {finest:.6g} (sensitivity x 2**-40, and for laplace its scale / 2**52) and "
+                       f"1000 x sensitivity / epsilon = {coarsest:.6g} "
                        f"for a rounded {name} release", self.grid)
 
     def _field(self, name: str, required: bool, allowed_text: str, check: Any, *, allowed: bool | None = None) -> None:

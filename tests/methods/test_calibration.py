@@ -166,3 +166,52 @@ def test_truncated_generalized_gaussian_is_certified_down_to_its_smallest_epsilo
     for lower, upper in ((0.0, 100.0), (-1e3, 1e3)):
         solution = dpopt.solve(Calibration(mechanism="truncated_generalized_gaussian", epsilon=MIN_TRUNCATED_GG_EPSILON, p=p, lower=lower, upper=upper))
         assert solution.certificate.ok and solution.certificate.max_privacy_loss <= MIN_TRUNCATED_GG_EPSILON
+
+
+@pytest.mark.parametrize(
+    "fields,parameter",
+    [
+        (dict(mechanism="discrete_laplace", epsilon=0.5, sensitivity=1e6), "'grid'"),  # the default grid 1: 1e6 steps
+        (dict(mechanism="discrete_laplace", epsilon=1e-12, sensitivity=3.0), "'epsilon'"),  # scale 3e12 > 2**40 steps
+        (dict(mechanism="discrete_gaussian", epsilon=1e-6, sensitivity=1.0, delta=1e-12), "'delta'"),  # variance > 2**20
+        (dict(mechanism="laplace", epsilon=1e-12, sensitivity=1e6, grid=1.0), "'grid'"),  # scale 1e18 > 2**52 steps
+    ],
+)
+def test_grid_noise_limits_are_refused_on_construction_naming_the_calibrations_field(fields, parameter):
+    # until 2026-11-29 these were accepted and refused only by solve, naming the 'scale' of
+    # "discrete gaussian" or the 'steps' of "exact sampling"; the default grid was not checked
+    with pytest.raises(InvalidParameterError, match=f"{parameter} parameter of calibration"):
+        Calibration(**fields)
+
+
+@pytest.mark.parametrize(
+    "inside,outside",
+    [
+        (dict(mechanism="discrete_laplace", epsilon=3 / (2**40 - 2), sensitivity=3.0), dict(mechanism="discrete_laplace", epsilon=3 / 2**40, sensitivity=3.0)),
+        (dict(mechanism="discrete_laplace", epsilon=1.0, sensitivity=4096.0), dict(mechanism="discrete_laplace", epsilon=1.0, sensitivity=4096.5)),
+        (dict(mechanism="laplace", epsilon=1e-12, sensitivity=1e6, grid=1e18 / 2**52 * 1.001),
+         dict(mechanism="laplace", epsilon=1e-12, sensitivity=1e6, grid=1e18 / 2**52 * 0.999)),
+    ],
+)
+def test_the_limits_refuse_only_what_the_exact_samplers_cannot_draw(inside, outside):
+    solution = dpopt.solve(Calibration(**inside))
+    assert solution.certificate.ok and len(solution.sample(0.0, 3, rng=1)) == 3
+    with pytest.raises(InvalidParameterError):
+        Calibration(**outside)
+
+
+@pytest.mark.parametrize("epsilon,delta", [(1e-6, 1e-12), (1e-3, 1e-6), (1e-3, 1e-3), (0.01, 1e-5)])
+def test_the_discrete_gaussian_limit_is_the_samplers_own(epsilon, delta):
+    from dpopt.mechanisms.grid_release import GridGaussian
+
+    try:
+        GridGaussian(1.0, epsilon, delta, 1.0)
+        drawable = True
+    except InvalidParameterError:
+        drawable = False
+    try:
+        Calibration(mechanism="discrete_gaussian", epsilon=epsilon, sensitivity=1.0, delta=delta)
+        accepted = True
+    except InvalidParameterError:
+        accepted = False
+    assert accepted == drawable
