@@ -37,6 +37,7 @@ from dpopt.programs.finite_query import (MAX_PRIVACY_ROWS, OutputSubset, ScaledL
 from dpopt.registry import register, register_reader
 from dpopt.solution import Solution, mechanism_frame
 from dpopt.solvers import MAX_COEFFICIENT_EXPONENT
+from dpopt.validation import SolverError
 
 KIND = "finite_query"
 
@@ -179,8 +180,8 @@ def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution
         # HiGHS's rows, through the dual and the primal alike, sat at 0.344 above a certified
         # bound of 0.0936; the LP restricted to rows shared by value is a restriction, so its
         # certified rows are a feasible point of this LP, and there they meet the bound
-        rows = solve_value_lp(problem, solver, repair)
-        if rows.certificate.ok and rows.objective < problem.objective_of(x):
+        rows = _value_rows_or_none(problem, solver, repair)
+        if rows is not None and rows.certificate.ok and rows.objective < problem.objective_of(x):
             x, cert = rows.mechanism.to_numpy(), rows.certificate
             details = {**details, "rows_from": "value_lp (the LP restricted to rows shared by value: a feasible point of this LP)"}
     solution = _solution(problem, x, cert, exact=True, method="lp", solver=solver_name, status="optimal", details=details)
@@ -188,6 +189,14 @@ def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution
     if _meets_bound(problem, solution.objective, below):
         return solution
     return dataclasses.replace(solution, exact=False, status="gap_above_tolerance")
+
+
+def _value_rows_or_none(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution | None:
+    """``value_lp``'s solution, or None where its solver fails (the lp's own certified rows stand)."""
+    try:
+        return solve_value_lp(problem, solver, repair)
+    except SolverError:
+        return None
 
 
 def _meets_bound(problem: FiniteQuery, objective: float, below: float) -> bool:

@@ -512,6 +512,17 @@ def test_an_lp_whose_rows_leave_a_gap_takes_the_value_rows_that_close_it():
     assert "rows_from" not in dpopt.solve(_far_value(1.0), "lp").details  # where the solver's rows close it, they stay
 
 
+def test_an_lp_keeps_its_own_rows_when_the_value_rows_fail(monkeypatch):
+    from dpopt.methods import finite_query as methods
+
+    def failing(problem, solver, repair):
+        raise dpopt.SolverError("HIGHS", "error", "(value_lp)")
+
+    monkeypatch.setattr(methods, "solve_value_lp", failing)
+    lp = dpopt.solve(_far_value(), "lp")
+    assert lp.certificate.ok and not lp.exact and "rows_from" not in lp.details
+
+
 def test_lp_repair_costs_almost_nothing():
     """The repaired mechanism's objective stays within 1e-9 of the solver's optimum (measured on
     the 6-node atlas at epsilon = 4: 1.1e-10 with the graph majorant, 5.1e-10 by mixing alone)."""
