@@ -297,7 +297,18 @@ def test_a_folded_master_has_the_full_masters_optimum(n, alpha, loss, seed, band
     full_duals = full.basic_solution()[1]
     folded.start_from_identity()
     objective, values, duals = folded.solve(strategy)
-    assert objective == pytest.approx(full_objective, rel=1e-8, abs=1e-9)
+    if strategy == "interior":
+        # Clarabel's own objective may sit below (explore: 1.1e-8 at n = 39, alpha = 0.3, squared,
+        # "almost solved"); column generation takes the exact loss of the clipped remap, which is
+        # a feasible point of the master: never below its optimum, and here within 2.7e-9 above
+        from dpopt.programs.column_generation.result import evaluated
+
+        padded = np.concatenate([values, np.zeros(folded.t_rows.size - values.size)])
+        exact_loss = float(evaluated(problem, folded.remap(padded))[1].max())
+        assert full_objective * (1 - 1e-12) - 1e-15 <= exact_loss <= full_objective * (1 + 1e-8) + 1e-9
+        assert objective == pytest.approx(full_objective, rel=1e-7, abs=1e-9)
+    else:
+        assert objective == pytest.approx(full_objective, rel=1e-8, abs=1e-9)
     if strategy != "interior":
         # HiGHS's own values can miss rows where entries reach alpha^n ~ 1e-16: crossover's by
         # 1e-4 (explore: n = 45, alpha = 0.48, zero-one), primal simplex's by 9.3e-6 (n = 39,
