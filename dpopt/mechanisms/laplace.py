@@ -157,18 +157,6 @@ class TruncatedLaplaceMechanism:
         scale = liu if self.calibration == "liu" else self._exact_scale(liu)
         object.__setattr__(self, "scale", scale)
 
-    def _log_mass(self, s: np.ndarray, b: float) -> np.ndarray:
-        """``ln A(s)``: log-probability that untruncated Laplace noise lands in the bounds.
-
-        ``A(s) = -(expm1(-(s - lower) / b) + expm1(-(upper - s) / b)) / 2``, a sum of two
-        positive terms. Until 2026-11-28 it was ``log1p(-e^-x / 2 - e^-y / 2)``, whose argument
-        is -1 plus the mass once b is far above the width: the mass lost its digits, the
-        normaliser's share of the loss (0.9 / b at width 10 Delta) vanished, and the "exact"
-        scale at epsilon = 1e-12 was Delta / epsilon with a true loss of 1.9 epsilon.
-        """
-        s = np.asarray(s, dtype=float)
-        return np.log(-0.5 * (np.expm1(-(s - self.lower) / b) + np.expm1(-(self.upper - s) / b)))
-
     def privacy_loss(self, b: float | None = None) -> float:
         """Worst-case log density ratio over neighbours ``|s - s'| <= Delta`` in the bounds.
 
@@ -206,15 +194,19 @@ class TruncatedLaplaceMechanism:
         s = self._true(true_value)
         v = np.asarray(y, dtype=float)
         inside = (v >= self.lower) & (v <= self.upper)
-        dens = np.exp(-np.abs(v - s) / self.scale - self._log_mass(np.array(s), self.scale)) / (2.0 * self.scale)
+        twice_mass = sum(self._side_masses(np.array(self.upper), s))  # 2 A(s)
+        dens = np.exp(-np.abs(v - s) / self.scale) / (self.scale * twice_mass)
         return np.where(inside, dens, 0.0)
 
     def _side_masses(self, v: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
-        """Twice the untruncated Laplace mass on ``[lower, min(v, s)]`` and on ``[s, max(v, s)]``.
+        """Twice the untruncated Laplace mass on ``[lower, min(v, s)]`` and on ``[s, max(v, s)]``;
+        at ``v = upper`` their sum is ``2 A(s)``, the normaliser.
 
         Each is ``e^-a (1 - e^-c)`` taken through ``expm1``: the difference of two Laplace cdfs,
         as the cdf was computed until 2026-11-29, subtracts numbers near 1/2 and, once b is far
         above the width, keeps only ~1e-16 / (width / b) of the mass (cdf(0.001) = 0 at epsilon = 1e-13).
+        Before 2026-11-28 the normaliser itself was ``1 - e^-x / 2 - e^-y / 2``, which lost its
+        digits the same way (the "exact" scale at epsilon = 1e-12 had a true loss of 1.9 epsilon).
         """
         b = self.scale
         left_end = np.minimum(v, s)

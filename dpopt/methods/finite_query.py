@@ -174,14 +174,14 @@ def solve_lp(problem: FiniteQuery, solver: str | None, repair: bool) -> Solution
     check_lp_size(problem)
     x, details, solver_name = _optimal_rows(problem, solver)
     x, cert = _certified(problem, x, repair)
-    below = details["lower_bound"]
-    if not _meets_bound(problem, problem.objective_of(x), below) and _value_lp_applies(problem):
+    below, objective = details["lower_bound"], problem.objective_of(x)
+    if not _meets_bound(problem, objective, below) and _value_lp_applies(problem):
         # at extreme epsilon and losses (a value of 1e6 beside 0 and 0.5, squared, epsilon = 30)
         # HiGHS's rows, through the dual and the primal alike, sat at 0.344 above a certified
         # bound of 0.0936; the LP restricted to rows shared by value is a restriction, so its
         # certified rows are a feasible point of this LP, and there they meet the bound
         rows = _value_rows_or_none(problem, solver, repair)
-        if rows is not None and rows.certificate.ok and rows.objective < problem.objective_of(x):
+        if rows is not None and rows.certificate.ok and rows.objective < objective:
             x, cert = rows.mechanism.to_numpy(), rows.certificate
             details = {**details, "rows_from": "value_lp (the LP restricted to rows shared by value: a feasible point of this LP)"}
     solution = _solution(problem, x, cert, exact=True, method="lp", solver=solver_name, status="optimal", details=details)

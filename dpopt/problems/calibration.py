@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpopt.exact_sampling import MAX_SCALE_STEPS
 from dpopt.limits import MAX_MAGNITUDE, check_memory
 from dpopt.mechanisms.discrete_gaussian import MAX_RATIONAL
 from dpopt.mechanisms.grid_release import COARSEST_GRID_PER_SCALE, MAX_GRID_STEPS, MAX_GRID_VARIANCE, discrete_gaussian_delta, grid_sensitivity
-from dpopt.exact_sampling import MAX_SCALE_STEPS
 from dpopt.privacy import resolve_privacy
 from dpopt.validation import check_choice, check_int, check_real, fail
 
