@@ -421,7 +421,8 @@ def read_solution(path: str | os.PathLike[str], *, recertify: bool = False) -> A
         A ``.csv`` (with ``<path>.meta.json``), ``.json``, ``.parquet`` or ``.npz`` export.
     recertify : bool
         Accept a file whose digest does not match (edited by hand, or by another tool)
-        if everything re-verified on it passes.
+        if everything re-verified on it passes. Such a solution is private but never
+        ``exact``, and its status is ``"recertified"``: nothing read proves it optimal.
     """
     from dpopt.problem_files import problem_from_dict
     from dpopt.registry import REGISTRY, reader_for
@@ -437,7 +438,8 @@ def read_solution(path: str | os.PathLike[str], *, recertify: bool = False) -> A
     except Exception as exc:  # any parser's failure on a corrupt or truncated file
         raise ExportFileError(file, f"not a readable dpopt export ({type(exc).__name__}); it may be truncated or corrupt") from None
     summary = stored.summary
-    if not recertify and stored.meta.get("digest") != digest:
+    edited = stored.meta.get("digest") != digest
+    if not recertify and edited:
         raise stored.fail("its content does not match the digest written at export (the file was modified); "
                           "read_solution(..., recertify=True) re-verifies it instead")
     problem = problem_from_dict(stored.meta["problem"], origin=str(file))
@@ -455,10 +457,15 @@ def read_solution(path: str | os.PathLike[str], *, recertify: bool = False) -> A
         )
     seconds = summary.get("seconds")
     # optimal only if the reader, the file and the registered method all say so: a file never
-    # makes a closed form exact, nor an edited "exact" flag an upper bound optimal
+    # makes a closed form exact, nor an edited "exact" flag an upper bound optimal. An edited
+    # file is never optimal: re-certifying proves it private, but its matrix may be any private
+    # one (the uniform mechanism read back as "exact" before 2026-11-29), and proving it optimal
+    # would take the program again
     method = REGISTRY.get(problem.kind, {}).get(solution.method)
-    exact = bool(solution.exact and summary.get("exact") is True and method is not None and method.is_exact(problem))
-    return dataclasses.replace(solution, exact=exact, seconds=float(seconds) if isinstance(seconds, (int, float)) else float("nan"))
+    exact = bool(not edited and solution.exact and summary.get("exact") is True and method is not None and method.is_exact(problem))
+    status = "recertified" if edited else solution.status
+    return dataclasses.replace(solution, exact=exact, status=status,
+                               seconds=float(seconds) if isinstance(seconds, (int, float)) else float("nan"))
 
 
 def stored_fields(stored: StoredSolution) -> dict[str, Any]:

@@ -323,3 +323,24 @@ def test_an_export_has_the_permissions_an_ordinary_write_gives(tmp_path, solutio
         assert mode(tmp_path / "a.csv") == 0o640 and mode(tmp_path / "a.csv.meta.json") == 0o644
     finally:
         os.umask(previous)
+
+
+@pytest.mark.parametrize("problem", [
+    dpopt.CountQuery(n=4, alpha=0.5, loss="absolute"),
+    dpopt.FiniteQuery(universe={"type": "explicit", "values": [0, 1, 3, 4], "neighbours": [[0, 1], [1, 2], [2, 3]]}, epsilon=1.0),
+], ids=["count_query", "finite_query"])
+def test_an_edited_file_is_never_read_back_as_optimal(tmp_path, problem):
+    """The uniform mechanism written over an optimal export is private, so re-certifying accepts
+    it, but it was read back as ``exact`` with status "optimal" at 2-4x the optimum (2026-11-29)."""
+    solution = dpopt.solve(problem, "lp")
+    assert solution.exact
+    path = tmp_path / "m.json"
+    solution.export(str(path), dense=True)
+    assert read_solution(path).exact and read_solution(path).status == solution.status
+    data = json.loads(path.read_text())
+    matrix = np.asarray(data["mechanism"]["data"], dtype=float)
+    data["mechanism"]["data"] = np.full_like(matrix, 1 / matrix.shape[1]).tolist()
+    path.write_text(json.dumps(data))
+    back = read_solution(path, recertify=True)
+    assert back.certificate.ok and back.objective > solution.objective
+    assert not back.exact and back.status == "recertified"
