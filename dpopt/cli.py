@@ -31,7 +31,8 @@ import math
 import os
 import sys
 import threading
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
+from fractions import Fraction
 from typing import Any, Iterator, NoReturn, Sequence
 
 from dpopt.export import check_export_path
@@ -135,13 +136,19 @@ def _finite_float(text: str) -> float:
 #: Largest magnitude of ``--true-value``: about a double's range (an integer beyond it would print
 #: hundreds of digits in every release, and no real-valued mechanism takes it).
 MAX_TRUE_VALUE = 2**1023
+#: Most decimal places ``--true-value`` may have (a double's smallest subnormal has 1,074): each is
+#: a factor of 10 in the exact fraction's denominator, and 1e-100000000 took minutes to read.
+MAX_TRUE_VALUE_PLACES = 1100
 
 
-def _exact_number(text: str) -> int | float:
-    """``--true-value`` as written: an integer stays an exact int, anything else is the nearest double.
+def _exact_number(text: str) -> int | Fraction:
+    """``--true-value`` exactly as written: an integer as an int, anything else as the Fraction it spells.
 
     Read as a double, 123456789012345678 became ...680, and the neighbours 2**60 + 128 and
-    2**60 + 129 became true values 256 apart, which noise for sensitivity 1 does not hide.
+    2**60 + 129 became true values 256 apart, which noise for sensitivity 1 does not hide;
+    until 2026-11-29 a non-integer was still read as a double, so 2**60 + 127.9 and 2**60 + 128.9
+    were 256 apart, and 0.05 on a grid of 0.1 was released as 0.05000000000000000277 (rounded
+    to the cell of 0.1, not of 0). The real-valued samplers place a Fraction exactly.
     """
     try:
         value = Decimal(text.strip())
@@ -151,11 +158,28 @@ def _exact_number(text: str) -> int | float:
         raise argparse.ArgumentTypeError(f"a finite number of magnitude at most 2**1023 is required, got {text!r}")
     if value == value.to_integral_value():
         return int(value)
-    return float(value)
+    if value.as_tuple().exponent < -MAX_TRUE_VALUE_PLACES:  # type: ignore[operator]  # finite: an int
+        raise argparse.ArgumentTypeError(f"at most {MAX_TRUE_VALUE_PLACES:,} decimal places are allowed, got {text!r}")
+    return Fraction(value)
+
+
+def _decimal_text(value: Fraction) -> str:
+    """A Fraction read from a decimal (its denominator divides a power of 10) written out in full."""
+    digits = len(str(value.numerator)) + len(str(value.denominator))
+    with localcontext() as context:
+        context.prec = digits + 2
+        return format(Decimal(value.numerator) / Decimal(value.denominator), "f")
 
 
 def _json_line(data: dict[str, Any]) -> str:
-    return json.dumps(data, allow_nan=False) + "\n"
+    """One JSON object; a top-level Fraction (an exact ``--true-value``) is written as the JSON
+    number it is, digit for digit (0.05, not 0.05000000000000000277 or the string "0.05")."""
+    exact = {key: _decimal_text(value) for key, value in data.items() if isinstance(value, Fraction)}
+    placeholders = {key: f"@dpopt-exact-{index}@" for index, key in enumerate(exact)}
+    text = json.dumps({key: placeholders.get(key, value) for key, value in data.items()}, allow_nan=False)
+    for key, placeholder in placeholders.items():
+        text = text.replace(json.dumps(placeholder), exact[key], 1)
+    return text + "\n"
 
 
 @contextlib.contextmanager
@@ -433,7 +457,7 @@ def _compare_outcomes(problem: Any, solver: str | None, timeout: float | None) -
             yield failure(method.name, "skipped" if result.kind == "timeout" else result.kind, result.value)
 
 
-def _true_value(problem: Any, value: float | None) -> Any:
+def _true_value(problem: Any, value: int | Fraction | None) -> Any:
     """The sample command's true value: an integer where the problem's inputs are integers."""
     if problem.kind in DATA_KINDS:
         data = DATA_KINDS[problem.kind]

@@ -219,6 +219,33 @@ def test_an_integer_true_value_is_read_exactly_and_released_around_itself(capsys
     assert all(isinstance(r, int) for r in data["releases"]) and max(map(abs, offsets)) < 200 and min(offsets) < 0 < max(offsets)
 
 
+@pytest.mark.parametrize("problem", ["calibration_discrete_gaussian", "noise_adding_neighbouring_set"])
+def test_a_decimal_true_value_is_read_exactly(capsys, problem):
+    """Until 2026-11-29 a non-integer --true-value was read as a double: 0.05 on a grid of 0.1 was
+    placed as 0.05000000000000000277 (the cell of 0.1, not 0's), and the neighbours 2**60 + 127.9
+    and 2**60 + 128.9 became true values 256 apart. Releases now equal the API's for the exact Fraction."""
+    from fractions import Fraction
+
+    import dpopt
+    from dpopt.problem_files import load_problem
+
+    path = str(PROBLEMS / f"{problem}.toml")
+    solution = dpopt.solve(load_problem(path))
+    moved = 0
+    for text in ["0.05", "1152921504606847103.9", "1152921504606847104.9"]:
+        code, out, err = run(capsys, "sample", path, f"--true-value={text}", "--count", "300", "--seed", "3")
+        assert code == 0 and err == "" and f'"true_value": {text},' in out  # the number as written
+        releases = json.loads(out)["releases"]
+        assert releases == solution.sample(Fraction(Decimal(text)), 300, rng=3).tolist()
+        moved += releases != solution.sample(float(text), 300, rng=3).tolist()
+    assert moved >= 2  # the double would have moved them
+
+
+def test_a_true_value_with_too_many_decimal_places_is_refused(capsys):
+    code, out, err = run(capsys, "sample", str(PROBLEMS / "calibration_discrete_gaussian.toml"), "--true-value=1e-100000000")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "decimal places" in err
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet", ".npz"])
 def test_export(capsys, tmp_path, suffix):
     target = tmp_path / f"m{suffix}"
