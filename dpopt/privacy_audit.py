@@ -280,7 +280,8 @@ def default_pairs(solution: Any, random_pairs: int = 2, seed: int = 0) -> list[t
     ``random_pairs`` random ones.
 
     Matrix mechanisms: neighbouring rows (adjacent inputs; a finite universe's neighbour
-    relation). Additive noise: (0, Delta) for the sensitivity, or (0, v) for the ends of a
+    relation; for integer noise, whose rows are the shifts 0..Delta, (0, Delta) and any two
+    rows). Additive noise: (0, Delta) for the sensitivity, or (0, v) for the ends of a
     neighbouring set V; calibrations: (0, sensitivity). Dataset kinds: the problem's dataset
     and a neighbour (one record moved from i to j for d_X linear queries, loss d_X(i, j); one
     row's attribute changed for statistical queries, loss d_i(u, v)).
@@ -298,12 +299,19 @@ def _value_pairs(solution: Any, random_pairs: int, rng: np.random.Generator) -> 
     problem = solution.problem
     if solution.parameters is None:
         inputs = solution.inputs
+        chosen: list[tuple[int, int]] = []
         if solution.kind == "finite_query":
             neighbours = [tuple(int(v) for v in p) for p in problem.universe.neighbours]
+        elif solution.kind == "noise_adding":
+            # rows 0..Delta, every two of them neighbours; until 2026-11-29 only shifts of 1 were
+            # audited (adjacent rows), never the sensitivity's, and the certificate's worst pair
+            # (0, 2) at Delta = 3 was dropped as "not neighbours"
+            neighbours = [(i, j) for i in range(len(inputs)) for j in range(i + 1, len(inputs))]
+            chosen.append((0, len(inputs) - 1))
         else:
             neighbours = [(i, i + 1) for i in range(len(inputs) - 1)]
         worst = tuple(solution.certificate.worst_pair[:2])
-        chosen = [worst] if worst in neighbours or worst[::-1] in neighbours else []
+        chosen = ([worst] if worst in neighbours or worst[::-1] in neighbours else []) + chosen
         extra = rng.choice(len(neighbours), size=min(random_pairs, len(neighbours)), replace=False)
         chosen += [neighbours[int(i)] for i in extra]
         return [(inputs[a], inputs[b]) for a, b in dict.fromkeys(chosen)]

@@ -1,5 +1,6 @@
 """The built-in privacy audit (dpopt.privacy_audit): no false alarms on certified samplers, broken ones caught."""
 
+import dataclasses
 import json
 import math
 
@@ -125,3 +126,17 @@ def test_dataset_kinds_are_audited_against_d_x_of_each_neighbouring_pair():
     pairs = [(p.inputs[0], p.inputs[1]) for p in report.pairs]
     broken = audit_sampler(half_noise, pairs, [p.epsilon for p in report.pairs], draws=40_000, seed=3)
     assert not broken.passed
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_integer_noise_is_audited_at_its_sensitivity(seed):
+    """Noise for Delta = 1 claimed for Delta = 3 (loss 0.5 per step, 1.5 at the sensitivity): until
+    2026-11-29 the default pairs were adjacent rows only, shifts of 1, so the audit passed it, and
+    with no random pairs it had no pair at all (the certificate's worst, (0, 2), was dropped)."""
+    solution = dpopt.solve(dpopt.NoiseAdding(sensitivity=3, epsilon=0.5), "geometric")
+    noise = PeriodicNoise.geometric(1, math.exp(-0.5))
+    broken = dataclasses.replace(solution, sampler=lambda x, n, rng: x + noise.sample(n, rng=rng))
+    assert dpopt.audit(solution, draws=20_000, seed=seed).passed
+    report = dpopt.audit(broken, draws=20_000, seed=seed)
+    assert not report.passed and report.epsilon_lower_bound > 0.5
+    assert {0, 3} in [set(pair.inputs) for pair in dpopt.audit(solution, draws=1000, seed=seed, random_pairs=0).pairs]
