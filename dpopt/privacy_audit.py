@@ -279,9 +279,9 @@ def default_pairs(solution: Any, random_pairs: int = 2, seed: int = 0) -> list[t
     """``(x, x', certified loss)``: the certificate's worst neighbouring pair (when it names one) plus
     ``random_pairs`` random ones.
 
-    Matrix mechanisms: neighbouring rows (adjacent inputs; a finite universe's neighbour
-    relation; for integer noise, whose rows are the shifts 0..Delta, (0, Delta) and any two
-    rows). Additive noise: (0, Delta) for the sensitivity, or (0, v) for the ends of a
+    Matrix mechanisms: neighbouring rows (adjacent inputs; for integer noise, whose rows are
+    the shifts 0..Delta, (0, Delta) and any two rows); a finite universe's privacy pairs, each
+    with its own bound (epsilon d̄(a, b) under metric privacy). Additive noise: (0, Delta) for the sensitivity, or (0, v) for the ends of a
     neighbouring set V; calibrations: (0, sensitivity). Dataset kinds: the problem's dataset
     and a neighbour (one record moved from i to j for d_X linear queries, loss d_X(i, j); one
     row's attribute changed for statistical queries, loss d_i(u, v)).
@@ -291,6 +291,8 @@ def default_pairs(solution: Any, random_pairs: int = 2, seed: int = 0) -> list[t
         return _histogram_pairs(solution, random_pairs, rng)
     if solution.kind == "statistical_query":
         return _row_pairs(solution, random_pairs, rng)
+    if solution.kind == "finite_query":
+        return _dataset_pairs(solution, random_pairs, rng)
     target = solution.certificate.target
     return [(x, y, target) for x, y in _value_pairs(solution, random_pairs, rng)]
 
@@ -300,9 +302,7 @@ def _value_pairs(solution: Any, random_pairs: int, rng: np.random.Generator) -> 
     if solution.parameters is None:
         inputs = solution.inputs
         chosen: list[tuple[int, int]] = []
-        if solution.kind == "finite_query":
-            neighbours = [tuple(int(v) for v in p) for p in problem.universe.neighbours]
-        elif solution.kind == "noise_adding":
+        if solution.kind == "noise_adding":
             # rows 0..Delta, every two of them neighbours; until 2026-11-29 only shifts of 1 were
             # audited (adjacent rows), never the sensitivity's, and the certificate's worst pair
             # (0, 2) at Delta = 3 was dropped as "not neighbours"
@@ -320,6 +320,20 @@ def _value_pairs(solution: Any, random_pairs: int, rng: np.random.Generator) -> 
         return [(0.0, v) for v in ends[: max(random_pairs, 1) + 1]]
     shift = getattr(problem, "sensitivity", 1)
     return [(0, shift)]
+
+
+def _dataset_pairs(solution: Any, random_pairs: int, rng: np.random.Generator) -> list[tuple[int, int, float]]:
+    """A finite universe's pairs, each held to its own bound: epsilon for neighbours, or
+    ``epsilon d̄(a, b)`` for every pair under ``privacy = "metric"`` (until 2026-11-29 every pair
+    was held to epsilon and only neighbours were drawn, so a pair at distance 0.3 could leak 3x
+    its bound, and pairs beyond distance 1 were never audited)."""
+    pairs, bounds = solution.problem.privacy_pairs(implied=True)
+    half = len(pairs) // 2  # the second half is the same pairs reversed
+    index = {(int(a), int(b)): i for i, (a, b) in enumerate(pairs[:half])}
+    worst = tuple(sorted(int(v) for v in solution.certificate.worst_pair[:2]))
+    chosen = [index[worst]] if worst in index else []
+    chosen += [int(i) for i in rng.choice(half, size=min(random_pairs, half), replace=False)]
+    return [(int(pairs[i, 0]), int(pairs[i, 1]), float(bounds[i])) for i in dict.fromkeys(chosen)]
 
 
 def _checked_pairs(pairs: Any) -> list[tuple[Any, Any]]:

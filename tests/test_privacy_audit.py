@@ -140,3 +140,19 @@ def test_integer_noise_is_audited_at_its_sensitivity(seed):
     report = dpopt.audit(broken, draws=20_000, seed=seed)
     assert not report.passed and report.epsilon_lower_bound > 0.5
     assert {0, 3} in [set(pair.inputs) for pair in dpopt.audit(solution, draws=1000, seed=seed, random_pairs=0).pairs]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_metric_privacy_is_audited_pair_by_pair(seed):
+    """Under privacy = "metric" each pair has its own bound eps d̄(a, b). Until 2026-11-29 the audit
+    held every pair to eps and drew only neighbours, so a mechanism private for neighbours only
+    (loss 1 at distance 0.3, bound 0.3) passed, and the pairs at distance 2 were never drawn."""
+    universe = {"type": "explicit", "values": [0, 1, 2], "metric": [[0, 0.3, 2.0], [0.3, 0, 2.0], [2.0, 2.0, 0]]}
+    solution = dpopt.solve(dpopt.FiniteQuery(universe=universe, epsilon=1.0, privacy="metric"), "lp")
+    neighbours_only = dpopt.solve(dpopt.FiniteQuery(universe=universe, epsilon=1.0), "lp")
+    report = dpopt.audit(solution, draws=20_000, seed=seed, random_pairs=3)
+    assert report.passed
+    assert sorted((sorted(p.inputs), p.epsilon) for p in report.pairs) == [([0, 1], 0.3), ([0, 2], 2.0), ([1, 2], 2.0)]
+    broken = dataclasses.replace(solution, sampler=lambda row, n, rng: neighbours_only.sample(row, n, rng=rng))
+    caught = {tuple(sorted(p.inputs)): p for p in dpopt.audit(broken, draws=20_000, seed=seed, random_pairs=3).pairs}
+    assert not caught[0, 1].passed and caught[0, 1].epsilon_lower_bound > 0.3
