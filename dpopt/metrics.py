@@ -25,7 +25,7 @@ import numpy as np
 
 from dpopt.certificates import certify
 from dpopt.lazy_modules import pandas as pd
-from dpopt.validation import check_choice, fail
+from dpopt.validation import DPOptError, check_array, check_choice, check_real, fail
 
 __all__ = [
     "expected_estimation_error",
@@ -44,17 +44,29 @@ __all__ = [
 ]
 
 OWNER = "metrics"
+#: How far a row of a mechanism (or a distribution) may sum from 1: a solver's or a closed
+#: form's round-off, not a different distribution.
+SUM_TOLERANCE = 1e-6
 
 
-def _matrix(matrix: Any) -> np.ndarray:
-    x = np.asarray(matrix, dtype=float)
-    if x.ndim != 2 or x.size == 0:
-        raise fail("matrix", OWNER, "a 2-D mechanism matrix (rows: inputs, columns: outputs)", x)
+def _matrix(matrix: Any, parameter: str = "matrix") -> np.ndarray:
+    """A mechanism matrix: finite, non-negative, each row a distribution (within :data:`SUM_TOLERANCE`)."""
+    x = check_array(matrix, parameter, OWNER, ndim=2, low=0.0)
+    if x.size == 0 or np.any(np.abs(x.sum(axis=1) - 1.0) > SUM_TOLERANCE):
+        raise fail(parameter, OWNER, "a mechanism matrix (rows: inputs, columns: outputs), each row non-negative and summing to 1", x)
     return x
 
 
+def _distribution(probabilities: Any, parameter: str = "probabilities") -> np.ndarray:
+    """Probabilities along the last axis: finite, non-negative, at least one outcome, each summing to 1."""
+    p = check_array(probabilities, parameter, OWNER, low=0.0)
+    if p.ndim == 0 or p.shape[-1] == 0 or np.any(np.abs(p.sum(axis=-1) - 1.0) > SUM_TOLERANCE):
+        raise fail(parameter, OWNER, "probabilities along the last axis, non-negative and summing to 1", p)
+    return p
+
+
 def _labels(values: Any, size: int, parameter: str) -> np.ndarray:
-    v = np.arange(size, dtype=float) if values is None else np.asarray(values, dtype=float)
+    v = np.arange(size, dtype=float) if values is None else check_array(values, parameter, OWNER, ndim=1)
     if v.shape != (size,):
         raise fail(parameter, OWNER, f"{size} numbers", v)
     return v
@@ -73,7 +85,10 @@ def expected_estimation_error(matrix: Any, inputs: Any = None, outputs: Any = No
 
 def entropy(probabilities: Any, *, base: float = 2.0) -> np.ndarray:
     """Eq. (3) along the last axis, with ``0 log 0 = 0`` (bits by default)."""
-    p = np.asarray(probabilities, dtype=float)
+    p = _distribution(probabilities)
+    base = check_real(base, "base", OWNER, low=0.0, low_open=True)
+    if base == 1.0:
+        raise fail("base", OWNER, "a logarithm's base: a number > 0 other than 1", base)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, -p * np.log(p), 0.0)
     return terms.sum(axis=-1) / np.log(base)
@@ -81,7 +96,7 @@ def entropy(probabilities: Any, *, base: float = 2.0) -> np.ndarray:
 
 def normalized_entropy(probabilities: Any) -> np.ndarray:
     """Eq. (4): entropy divided by ``log2(number of outcomes)``, in [0, 1]."""
-    p = np.asarray(probabilities, dtype=float)
+    p = _distribution(probabilities)
     if p.shape[-1] < 2:
         raise fail("probabilities", OWNER, "a distribution over at least 2 outcomes", p)
     return entropy(p) / np.log2(p.shape[-1])
@@ -95,17 +110,23 @@ def one_minus_normalized_entropy(probabilities: Any) -> np.ndarray:
 def output_distribution(matrix: Any, prior: Any) -> np.ndarray:
     """Distribution of the release when the input follows ``prior``: ``prior @ matrix``."""
     x = _matrix(matrix)
-    pi = np.asarray(prior, dtype=float)
-    if pi.shape != (x.shape[0],) or pi.min() < 0 or abs(pi.sum() - 1) > 1e-9:
-        raise fail("prior", OWNER, f"a probability vector of length {x.shape[0]}", pi)
-    return pi @ x
+    return _prior(prior, x.shape[0]) @ x
+
+
+def _prior(prior: Any, size: int) -> np.ndarray:
+    pi = check_array(prior, "prior", OWNER, ndim=1, low=0.0)
+    if pi.shape != (size,) or abs(pi.sum() - 1) > 1e-9:
+        raise fail("prior", OWNER, f"a probability vector of length {size}", pi)
+    return pi
 
 
 def characteristic_modulus(values: Any, probabilities: Any, t: Any) -> np.ndarray:
     """``|sum_k p_k exp(i t v_k)|`` of a discrete distribution, for each t (Eq. 2)."""
-    v = np.asarray(values, dtype=float)
-    p = np.asarray(probabilities, dtype=float)
-    ts = np.atleast_1d(np.asarray(t, dtype=float))
+    v = check_array(values, "values", OWNER, ndim=1)
+    p = _distribution(probabilities)
+    if p.shape != v.shape:
+        raise fail("probabilities", OWNER, f"one probability per value ({v.size})", p)
+    ts = np.atleast_1d(check_array(t, "t", OWNER))
     phase = ts[:, None] * v[None, :]
     out = np.hypot(np.cos(phase) @ p, np.sin(phase) @ p)
     return out.reshape(np.shape(t))
@@ -114,7 +135,7 @@ def characteristic_modulus(values: Any, probabilities: Any, t: Any) -> np.ndarra
 def expected_loss(matrix: Any, loss: Any) -> np.ndarray:
     """Expected loss per input row: ``sum_r x[i, r] loss[i, r]``."""
     x = _matrix(matrix)
-    table = np.asarray(loss, dtype=float)
+    table = check_array(loss, "loss", OWNER, ndim=2)
     if table.shape != x.shape:
         raise fail("loss", OWNER, f"a table of the matrix's shape {x.shape}", table)
     return np.sum(x * table, axis=1)
@@ -123,16 +144,18 @@ def expected_loss(matrix: Any, loss: Any) -> np.ndarray:
 def worst_case_loss(matrix: Any, loss: Any, rows: Sequence[int] | None = None) -> float:
     """The minimax objective: largest expected loss over ``rows`` (default all)."""
     per_row = expected_loss(matrix, loss)
-    return float(per_row[list(rows)].max() if rows is not None else per_row.max())
+    if rows is None:
+        return float(per_row.max())
+    chosen = check_array(rows, "rows", OWNER, ndim=1, integer=True, low=0.0)
+    if chosen.size == 0 or chosen.max() >= per_row.size:
+        raise fail("rows", OWNER, f"a non-empty list of row indices in [0, {per_row.size - 1}]", rows)
+    return float(per_row[chosen.astype(int)].max())
 
 
 def average_loss(matrix: Any, loss: Any, prior: Any) -> float:
     """Bayesian objective: expected loss averaged over ``prior``."""
     per_row = expected_loss(matrix, loss)
-    pi = np.asarray(prior, dtype=float)
-    if pi.shape != per_row.shape:
-        raise fail("prior", OWNER, f"a vector of length {per_row.size}", pi)
-    return float(pi @ per_row)
+    return float(_prior(prior, per_row.size) @ per_row)
 
 
 def privacy_loss(matrix: Any, pairs: Any = None) -> float:
@@ -187,11 +210,16 @@ def check_monotonicity(
         Relative and absolute slack for round-off (a flat metric such as
         ``1 - NE = 0`` of a uniform output wobbles at 1e-16).
     """
-    check_choice(direction, "direction", "check_monotonicity", ("decreasing", "increasing"))
-    grid = np.asarray(epsilons, dtype=float)
-    if grid.ndim != 1 or grid.size < 2 or np.any(np.diff(grid) <= 0):
-        raise fail("epsilons", "check_monotonicity", "an increasing grid of at least 2 budgets", grid)
-    values = np.array([float(metric(e)) for e in grid])
+    owner = "check_monotonicity"
+    if not callable(metric):
+        raise fail("metric", owner, "a function of epsilon returning a number", metric)
+    check_choice(direction, "direction", owner, ("decreasing", "increasing"))
+    grid = check_array(epsilons, "epsilons", owner, ndim=1, low=0.0)
+    if grid.size < 2 or np.any(np.diff(grid) <= 0):
+        raise fail("epsilons", owner, "an increasing grid of at least 2 budgets", grid)
+    tolerance = check_real(tolerance, "tolerance", owner, low=0.0)
+    atol = check_real(atol, "atol", owner, low=0.0)
+    values = np.array([_metric_value(metric, e, owner) for e in grid])
     step = np.diff(values)
     scale = tolerance * np.maximum(np.abs(values[:-1]), np.abs(values[1:])) + atol
     wrong = step > scale if direction == "decreasing" else step < -scale
@@ -207,6 +235,18 @@ def check_monotonicity(
     )
 
 
+def _metric_value(metric: Callable[[float], float], epsilon: float, owner: str) -> float:
+    """``metric(epsilon)`` as a finite float: a NaN compares False both ways, so it made every
+    grid "monotone" (until 2026-11-29)."""
+    value = metric(float(epsilon))
+    if isinstance(value, np.ndarray) and value.ndim == 0:  # characteristic_modulus at a scalar t
+        value = value[()]
+    try:
+        return check_real(value, "metric", owner)
+    except DPOptError:
+        raise fail("metric", owner, f"a finite number at every epsilon (at epsilon = {float(epsilon):g})", value) from None
+
+
 def monotonicity_table(
     metrics: Mapping[str, tuple[Callable[[float], float], str]],
     epsilons: Sequence[float],
@@ -217,8 +257,13 @@ def monotonicity_table(
 
     ``metrics`` maps a name to ``(metric, direction)``.
     """
+    if not isinstance(metrics, Mapping) or not metrics:
+        raise fail("metrics", "monotonicity_table", "a non-empty mapping of names to (metric, direction)", metrics)
     rows = []
-    for name, (metric, direction) in metrics.items():
+    for name, entry in metrics.items():
+        if not isinstance(entry, tuple) or len(entry) != 2:
+            raise fail("metrics", "monotonicity_table", f"(metric, direction) for {name!r}", entry)
+        metric, direction = entry
         report = check_monotonicity(metric, epsilons, direction=direction, tolerance=tolerance)
         first = report.violations.iloc[0] if len(report.violations) else None
         rows.append(

@@ -79,3 +79,49 @@ def test_bad_grids_rejected():
         metrics.check_monotonicity(lambda e: e, [1.0, 0.5])
     with pytest.raises(InvalidParameterError, match="'direction'"):
         metrics.check_monotonicity(lambda e: e, [0.5, 1.0], direction="up")
+
+
+NAN = float("nan")
+GOOD = [[0.5, 0.5], [0.25, 0.75]]
+BAD_INPUTS = [  # until 2026-11-29 each returned a number (or nan, or a raw numpy error) instead of one refusal
+    (lambda: metrics.expected_estimation_error([[0.5, NAN], [0.5, 0.5]]), "'matrix'"),
+    (lambda: metrics.expected_estimation_error([[1.5, -0.5], [0.5, 0.5]]), "'matrix'"),
+    (lambda: metrics.expected_estimation_error([[0.5, 0.9], [0.5, 0.5]]), "'matrix'"),
+    (lambda: metrics.expected_estimation_error("ab"), "'matrix'"),
+    (lambda: metrics.expected_estimation_error(GOOD, inputs=[NAN, 1]), "'inputs'"),
+    (lambda: metrics.entropy([0.5, 0.5, 0.5]), "'probabilities'"),
+    (lambda: metrics.entropy([NAN, 1.0]), "'probabilities'"),  # was 0 bits
+    (lambda: metrics.entropy([]), "'probabilities'"),
+    (lambda: metrics.entropy([0.5, 0.5], base=1), "'base'"),
+    (lambda: metrics.entropy([0.5, 0.5], base=-2), "'base'"),
+    (lambda: metrics.normalized_entropy([0.9, 0.9]), "'probabilities'"),
+    (lambda: metrics.output_distribution(GOOD, [NAN, 1]), "'prior'"),
+    (lambda: metrics.characteristic_modulus([0, 1], [0.5, 0.5], NAN), "'t'"),
+    (lambda: metrics.characteristic_modulus([0, 1, 2], [0.5, 0.5], 1.0), "'probabilities'"),
+    (lambda: metrics.characteristic_modulus([0, 1], [5, 5], 1.0), "'probabilities'"),
+    (lambda: metrics.expected_loss(GOOD, [[NAN, 1], [0, 1]]), "'loss'"),
+    (lambda: metrics.worst_case_loss(GOOD, GOOD, rows=[5]), "'rows'"),
+    (lambda: metrics.worst_case_loss(GOOD, GOOD, rows=[-1]), "'rows'"),  # was row -1, the last
+    (lambda: metrics.worst_case_loss(GOOD, GOOD, rows=[]), "'rows'"),
+    (lambda: metrics.average_loss(GOOD, GOOD, [2, -1]), "'prior'"),
+    (lambda: metrics.privacy_loss([[0.5, NAN], [0.5, 0.5]]), "'matrix'"),
+    (lambda: metrics.check_monotonicity(lambda e: NAN if e > 1 else 1 / e, [0.5, 1, 2, 3]), "'metric'"),  # was "monotone"
+    (lambda: metrics.check_monotonicity(lambda e: 1.0, [0.5, NAN, 2]), "'epsilons'"),  # was "monotone"
+    (lambda: metrics.check_monotonicity(lambda e: e, [0.5, 1], tolerance=NAN), "'tolerance'"),  # was "monotone"
+    (lambda: metrics.check_monotonicity(lambda e: "x", [0.5, 1]), "'metric'"),
+    (lambda: metrics.check_monotonicity(3, [0.5, 1]), "'metric'"),
+    (lambda: metrics.monotonicity_table({"a": 3}, [0.5, 1]), "'metrics'"),
+]
+
+
+@pytest.mark.parametrize("call,field", BAD_INPUTS, ids=[f"case{i}" for i in range(len(BAD_INPUTS))])
+def test_bad_inputs_are_refused_naming_the_field(call, field):
+    with pytest.raises(InvalidParameterError, match=field):
+        call()
+
+
+def test_a_metric_at_a_scalar_t_is_accepted_by_the_checker():
+    """characteristic_modulus at a scalar t returns a 0-d array, which the checker takes as its number."""
+    report = metrics.check_monotonicity(lambda e: metrics.characteristic_modulus([0, 1], [1 / (1 + np.exp(e)), 1 - 1 / (1 + np.exp(e))], 1.0),
+                                        [0.5, 1.0, 2.0], direction="increasing")
+    assert report.monotone and report.values.iloc[-1] > report.values.iloc[0]
