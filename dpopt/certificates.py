@@ -200,16 +200,26 @@ def certify(
     pairs : array of shape (k, 2), optional
         Neighbouring rows; default: adjacent rows (count queries).
 
+    repair_note, method : str
+        Recorded in the certificate (how the matrix was repaired; how it was measured).
+    mixing_weight : float
+        Recorded: the weight of the uniform mechanism mixed in by :func:`repair`, in [0, 1].
+
     Raises
     ------
     InvalidParameterError
         A matrix that is not a non-empty 2-D array of numbers, an epsilon that is not a
-        finite number >= 0, or pairs that are not row indices (NaN entries are measured:
-        they are never private).
+        finite number >= 0, pairs that are not row indices (NaN entries are measured:
+        they are never private; an empty list of pairs means no neighbours, which nothing
+        can violate), a mixing weight outside [0, 1], or notes that are not strings.
     """
     x = _checked_matrix(matrix, "certify", allow_nan=True)  # NaN entries certify as not private
     epsilon = check_real(epsilon, "epsilon", "certify", low=0.0)
     nb = _checked_pairs(pairs, x.shape[0], "certify")
+    mixing_weight = check_real(mixing_weight, "mixing_weight", "certify", low=0.0, high=1.0)
+    for name, note in (("repair_note", repair_note), ("method", method)):  # written into every export's JSON
+        if not isinstance(note, str):
+            raise fail(name, "certify", "a string", note)
     min_entry = float(x.min())
     row_err = float(np.abs(x.sum(axis=1) - 1.0).max())
     if nb.size == 0:
@@ -220,7 +230,7 @@ def certify(
         loss = float(losses[p, r])
         worst = (int(nb[p, 0]), int(nb[p, 1]), r)
     return Certificate.measured(
-        loss, epsilon, worst, min_entry, row_err, repair=repair_note, mixing_weight=float(mixing_weight), method=method
+        loss, epsilon, worst, min_entry, row_err, repair=repair_note, mixing_weight=mixing_weight, method=method
     )
 
 

@@ -27,19 +27,35 @@ def _pyplot() -> Any:
     return plt
 
 
-def _columns(table: Any, *names: str) -> pd.DataFrame:
+def _columns(table: Any, **names: Any) -> pd.DataFrame:
+    """The table's rows that did not fail, once every ``parameter=column`` names one of its columns."""
     if not isinstance(table, pd.DataFrame):
         raise fail("table", OWNER, "a pandas DataFrame (a sweep's table)", type(table).__name__)
-    for name in names:
-        if name not in table.columns:
-            raise fail(name, OWNER, "a column of the table (" + ", ".join(map(str, table.columns)) + ")", name)
+    for parameter, name in names.items():
+        if not isinstance(name, str) or name not in table.columns:  # a list is unhashable: a raw TypeError before
+            raise fail(parameter, OWNER, "a column of the table (" + ", ".join(map(str, table.columns)) + ")", name)
     return table[table["error"].fillna("") == ""] if "error" in table.columns else table
+
+
+def _options(ax: Any, label: Any, **flags: Any) -> None:
+    """Refuse an ``ax`` that is not a matplotlib Axes, a ``label`` that is not a string, and flags that are not bools."""
+    if ax is not None:
+        from matplotlib.axes import Axes
+
+        if not isinstance(ax, Axes):
+            raise fail("ax", OWNER, "a matplotlib Axes or None", type(ax).__name__)
+    if label is not None and not isinstance(label, str):
+        raise fail("label", OWNER, "a string or None", label)
+    for name, flag in flags.items():
+        if not isinstance(flag, bool):
+            raise fail(name, OWNER, "True or False", flag)
 
 
 def metric_by(table: pd.DataFrame, x: str, y: str = "objective", *, by: str = "method", ax: Any = None,
               logx: bool = False, logy: bool = False, label: str | None = None) -> Any:
     """``y`` against ``x``, one line per value of ``by`` (failed cells left out); averaged over other columns."""
-    rows = _columns(table, x, y, by)
+    rows = _columns(table, x=x, y=y, by=by)
+    _options(ax, label, logx=logx, logy=logy)
     ax = ax if ax is not None else _pyplot().subplots(figsize=(6, 4))[1]
     for name, group in rows.groupby(by, sort=True):
         line = group.groupby(x, sort=True)[y].mean()
@@ -61,7 +77,10 @@ def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "objective", *, me
     Integer-valued parameters get integer tick labels; cells are placed by rank, so uneven
     grids stay readable.
     """
-    rows = _columns(table, x, y, value)
+    rows = _columns(table, x=x, y=y, value=value)
+    _options(ax, label)
+    if not isinstance(cmap, str) or cmap not in _pyplot().colormaps:
+        raise fail("cmap", OWNER, "the name of a matplotlib colormap (e.g. 'viridis')", cmap)
     if len({x, y, value}) < 3:
         raise fail("y", OWNER, f"a column other than x ({x!r}) and value ({value!r}): a heatmap needs three", y)
     if "method" in rows.columns:

@@ -177,3 +177,18 @@ def test_the_certificate_reports_the_slack_its_verdict_allowed():
     assert tiny.ok and tiny.max_privacy_loss > tiny.target
     assert tiny.tolerance == log_tolerance(2e-16) and tiny.to_dict()["tolerance"] == pytest.approx(1e-15, rel=1e-3)
     assert dpopt.solve(dpopt.CountQuery(n=5, epsilon=1.0), "geometric").certificate.tolerance == 1e-12
+
+
+@pytest.mark.parametrize("options,field", [
+    ({"mixing_weight": float("nan")}, "'mixing_weight'"),
+    ({"mixing_weight": -1}, "'mixing_weight'"),
+    ({"mixing_weight": None}, "'mixing_weight'"),  # was a raw TypeError
+    ({"mixing_weight": 10**400}, "'mixing_weight'"),  # was a raw OverflowError
+    ({"repair_note": None}, "'repair_note'"),
+    ({"method": b"x"}, "'method'"),
+])
+def test_certify_refuses_bad_notes_naming_the_field(options, field):
+    """Until 2026-11-29 certify recorded any object as its notes (a NaN weight, bytes as the
+    method) and failed later, in an export's JSON, or raised a raw TypeError."""
+    with pytest.raises(InvalidParameterError, match=field):
+        certify([[0.5, 0.5], [0.25, 0.75]], 1.0, **options)

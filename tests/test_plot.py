@@ -42,3 +42,18 @@ def test_bad_arguments_are_refused_naming_them(table):
         plot.metric_by([1, 2], "alpha")
     with pytest.raises(InvalidParameterError, match="'y'"):
         plot.heatmap(table, "alpha", "alpha", method="lp")  # one axis twice: pandas would fail inside pivot_table
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda t: plot.metric_by(t, ["alpha"]), "'x'"),  # unhashable: a raw TypeError until 2026-11-29
+    (lambda t: plot.metric_by(t, "alpha", by={"a": 1}), "'by'"),
+    (lambda t: plot.metric_by(t, "alpha", ax="axes"), "'ax'"),  # was AttributeError: no attribute 'plot'
+    (lambda t: plot.metric_by(t, "alpha", logx="yes"), "'logx'"),
+    (lambda t: plot.metric_by(t, "alpha", label=3), "'label'"),
+    (lambda t: plot.heatmap(t, "alpha", "n", method="lp", value=["objective"]), "'value'"),
+    (lambda t: plot.heatmap(t, "alpha", "n", method="lp", cmap="no such map"), "'cmap'"),  # was matplotlib's ValueError
+    (lambda t: plot.heatmap(t, "alpha", "n", method="lp", cmap=None), "'cmap'"),
+])
+def test_every_bad_option_is_refused_naming_it(table, call, field):
+    with pytest.raises(InvalidParameterError, match=field):
+        call(table)
