@@ -23,7 +23,8 @@ from dpopt.certificates import Certificate, certify
 from dpopt.mechanisms.noise import check_epsilon, check_sensitivity
 from dpopt.exact_sampling import exact_choice
 from dpopt.sampling import check_count, resolve_rng
-from dpopt.validation import check_int, fail
+from dpopt.limits import MAX_MAGNITUDE
+from dpopt.validation import check_array, check_int, fail
 
 __all__ = ["ExponentialMechanism", "exponential_probabilities"]
 
@@ -32,9 +33,20 @@ OWNER = "exponential mechanism"
 
 def exponential_probabilities(utility: Any, epsilon: float, sensitivity: float) -> np.ndarray:
     """Row-wise ``softmax(epsilon u / (2 Delta_u))`` (stable in log space)."""
-    u = np.atleast_2d(np.asarray(utility, dtype=float))
+    u = _utility_table(utility)
+    epsilon, sensitivity = check_epsilon(epsilon, OWNER), check_sensitivity(sensitivity, OWNER)
     logits = epsilon * u / (2.0 * sensitivity)
     return np.exp(logits - special.logsumexp(logits, axis=1, keepdims=True))
+
+
+def _utility_table(utility: Any) -> np.ndarray:
+    """A finite utility table (one row: a single dataset) of at least two outputs, or refused naming ``utility``."""
+    allowed = "a finite table of shape (datasets, outputs >= 2)"
+    u = check_array(utility, "utility", OWNER, ndim=(1, 2), max_abs=MAX_MAGNITUDE)
+    u = u[None, :] if u.ndim == 1 else u
+    if u.shape[0] == 0 or u.shape[1] < 2:
+        raise fail("utility", OWNER, allowed, utility)
+    return u
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,11 +71,7 @@ class ExponentialMechanism:
     matrix: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        u = np.asarray(self.utility, dtype=float)
-        if u.ndim == 1:
-            u = u[None, :]
-        if u.ndim != 2 or u.shape[1] < 2 or not np.all(np.isfinite(u)):
-            raise fail("utility", OWNER, "a finite table of shape (datasets, outputs >= 2)", u)
+        u = _utility_table(self.utility)
         eps = check_epsilon(self.epsilon, OWNER)
         pairs = self._pairs(u.shape[0])
         if self.sensitivity is None:

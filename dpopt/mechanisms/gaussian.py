@@ -27,7 +27,7 @@ import numpy as np
 from scipy import optimize, special
 
 from dpopt.mechanisms.noise import AdditiveNoise, check_delta, check_epsilon, check_sensitivity, round_scale_up
-from dpopt.validation import check_choice, fail
+from dpopt.validation import check_array, check_choice, check_real, fail
 
 __all__ = [
     "GaussianMechanism",
@@ -42,8 +42,23 @@ __all__ = [
 CALIBRATIONS = ("analytic", "classic", "pdp")
 
 
+#: Largest sensitivity (and sigma) the calibrations take: their root finding works on
+#: log sigma between about log Delta -+ 2 per round, and e^709 overflows (a sensitivity of
+#: 1e308 ended in OverflowError, an infinite delta looped for ever; until 2026-11-29).
+MAX_SCALE = 1e150
+
+
+def _calibration_inputs(sensitivity: Any, epsilon: Any, delta: Any, owner: str) -> tuple[float, float, float]:
+    """The three inputs of every sigma formula, refused naming the field unless finite and in range."""
+    sensitivity = check_sensitivity(sensitivity, owner)
+    if sensitivity > MAX_SCALE:
+        raise fail("sensitivity", owner, f"a float in (0, {MAX_SCALE:g}]", sensitivity)
+    return sensitivity, check_epsilon(epsilon, owner), check_delta(delta, owner)
+
+
 def classic_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     """``Delta_2 sqrt(2 ln(1.25 / delta)) / epsilon`` (requires epsilon < 1)."""
+    sensitivity, epsilon, delta = _calibration_inputs(sensitivity, epsilon, delta, "classic_sigma")
     if not epsilon < 1.0:
         raise fail("epsilon", "gaussian mechanism (classic calibration)", "a float in (0, 1)", epsilon)
     return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
@@ -51,6 +66,7 @@ def classic_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
 
 def pdp_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     """Liu's Lemma 10 / Eq. (18) for (epsilon, delta)-pDP."""
+    sensitivity, epsilon, delta = _calibration_inputs(sensitivity, epsilon, delta, "pdp_sigma")
     z = special.ndtri(delta / 2.0)
     return sensitivity * (math.sqrt(z * z + 2.0 * epsilon) - z) / (2.0 * epsilon)
 
@@ -74,7 +90,11 @@ def analytic_delta(sigma: Any, sensitivity: float, epsilon: float) -> np.ndarray
     ``c`` is small); the tests hold it within 1e-12 of adaptive quadrature of the
     privacy-loss integral (``tests/mechanisms/test_gaussian.py``).
     """
-    s = np.asarray(sigma, dtype=float)
+    s = check_array(sigma, "sigma", "analytic_delta", low=0.0, max_abs=MAX_SCALE)
+    if np.any(s == 0):
+        raise fail("sigma", "analytic_delta", "positive noise scales", sigma)
+    sensitivity = check_sensitivity(sensitivity, "analytic_delta")
+    epsilon = check_real(epsilon, "epsilon", "analytic_delta", low=0.0)
     u = sensitivity / (2.0 * s)
     w = epsilon * s / sensitivity
     a, b = u - w, -u - w
@@ -107,6 +127,7 @@ def _mills_drop(x: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def analytic_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     """Smallest sigma meeting (epsilon, delta)-DP exactly (Balle & Wang 2018, Algorithm 1 by root finding)."""
+    sensitivity, epsilon, delta = _calibration_inputs(sensitivity, epsilon, delta, "analytic_sigma")
 
     def gap(log_sigma: float) -> float:
         return float(analytic_delta(math.exp(log_sigma), sensitivity, epsilon)) - delta
@@ -131,6 +152,7 @@ def lemma11_threshold(epsilon: float | None = None) -> float:
     """
     if epsilon is None:
         return float(2.0 * special.ndtr(-math.sqrt(2.0)))
+    epsilon = check_epsilon(epsilon, "lemma11_threshold")
     return float(2.0 * special.ndtr(-(4.0 - epsilon) / math.sqrt(8.0)))
 
 

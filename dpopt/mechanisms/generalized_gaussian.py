@@ -32,6 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import special
 
+from dpopt.limits import MAX_ORDER
 from dpopt.mechanisms.noise import AdditiveNoise, check_delta, check_epsilon, check_sensitivity
 from dpopt.sampling import check_count, open_uniforms, require_simulation, resolve_rng
 from dpopt.validation import check_array, check_choice, check_int, check_real, fail
@@ -52,8 +53,8 @@ __all__ = [
 
 
 def _check_p(p: Any, owner: str, *, integer: bool = False, low: float = 0.0) -> float:
-    if integer:
-        return float(check_int(p, "p", owner, low=int(max(low, 1))))
+    if integer:  # an integer order expands into p + 1 binomial terms (see MAX_ORDER)
+        return float(check_int(p, "p", owner, low=int(max(low, 1)), high=MAX_ORDER))
     return check_real(p, "p", owner, low=low, low_open=low == 0.0)
 
 
@@ -138,8 +139,11 @@ def truncated_scale(
     owner = "truncated generalized gaussian"
     eps = check_epsilon(epsilon, owner)
     order = int(_check_p(p, owner, integer=True))
-    deltas = np.array([check_sensitivity(v, owner, "sensitivities") for v in sensitivities], dtype=float)
-    spans = np.array([check_real(v, "widths", owner, low=0.0, low_open=True) for v in widths], dtype=float)
+    deltas = _check_vector(sensitivities, "sensitivities", owner)
+    spans = _check_vector(widths, "widths", owner)
+    if np.any(deltas <= 0) or np.any(spans <= 0):
+        raise fail("sensitivities" if np.any(deltas <= 0) else "widths", owner, "positive numbers, one per statistic",
+                   list(deltas if np.any(deltas <= 0) else spans))
     if deltas.size == 0 or deltas.size != spans.size:
         raise fail("widths", owner, f"one width per sensitivity ({deltas.size})", list(widths))
     check_choice(equation, "equation", owner, ("8", "9"))
@@ -449,7 +453,10 @@ def utility_sensitivity(p: float, sensitivity: float, width: float) -> float:
     t -> t^p is convex and increasing, so the largest difference of p-th powers of two
     distances at most Delta apart, both in [0, a], is ``a^p - (a - Delta)^p`` (a = width).
     """
-    a, d = float(width), min(float(sensitivity), float(width))
+    owner = "utility_sensitivity"
+    p = _check_p(p, owner)
+    a = check_real(width, "width", owner, low=0.0, low_open=True, high=1e12)
+    d = min(check_sensitivity(sensitivity, owner), a)
     if d < 1e-3 * a:  # a^p (1 - (1 - d/a)^p) without the cancellation of two near powers
         return -(a**p) * math.expm1(p * math.log1p(-d / a))
     return a**p - (a - d) ** p
@@ -502,7 +509,14 @@ def lemma9_bound(p: int, sensitivities: Sequence[float], lowers: Sequence[float]
     explore profile; the calibrations use the exact :func:`utility_sensitivity`, so no
     mechanism was affected).
     """
-    deltas, lo, hi = (np.asarray(v, dtype=float) for v in (sensitivities, lowers, uppers))
+    owner = "lemma9_bound"
+    p = int(_check_p(p, owner, integer=True))
+    deltas = _check_vector(sensitivities, "sensitivities", owner)
+    lo, hi = _check_vector(lowers, "lowers", owner), _check_vector(uppers, "uppers", owner)
+    if deltas.size == 0 or not deltas.shape == lo.shape == hi.shape:
+        raise fail("uppers", owner, f"one lower and one upper bound per sensitivity ({deltas.size})", list(np.atleast_1d(hi)))
+    if np.any(deltas <= 0) or np.any(hi <= lo):
+        raise fail("sensitivities", owner, "positive sensitivities, each with bounds lower < upper", list(deltas))
     if p == 1:
         return float(deltas.sum())
     if p == 2:
@@ -523,7 +537,7 @@ def lemma9_bound(p: int, sensitivities: Sequence[float], lowers: Sequence[float]
 def exponential_scale(delta_u: float, epsilon: float, p: float) -> float:
     """Lemma 8: the exponential mechanism with ``u = -||s* - s||_p^p`` draws GG(s, b, p) with ``b^p = 2 Delta_u / eps``."""
     return (2.0 * check_real(delta_u, "delta_u", "exponential scale", low=0.0, low_open=True)
-            / check_epsilon(epsilon, "exponential scale")) ** (1.0 / p)
+            / check_epsilon(epsilon, "exponential scale")) ** (1.0 / _check_p(p, "exponential scale"))
 
 
 @dataclass(frozen=True, kw_only=True)

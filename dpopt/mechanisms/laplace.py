@@ -24,7 +24,7 @@ from scipy import optimize
 
 from dpopt.mechanisms.noise import AdditiveNoise, check_epsilon, check_sensitivity, round_scale_up
 from dpopt.sampling import check_count, open_uniforms, require_simulation, resolve_rng
-from dpopt.validation import check_choice, check_real, fail
+from dpopt.validation import check_array, check_choice, check_real, fail
 
 __all__ = [
     "LaplaceMechanism",
@@ -36,16 +36,20 @@ __all__ = [
 
 
 def laplace_cdf(x: Any, b: float) -> np.ndarray:
-    """CDF of ``Lap(b)`` centred at 0."""
-    z = np.asarray(x, dtype=float) / b
+    """CDF of ``Lap(b)`` centred at 0 (x may be infinite)."""
+    z = check_array(x, "x", "laplace_cdf", allow_inf=True) / check_real(b, "b", "laplace_cdf", low=0.0, low_open=True)
     return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
 
 
 def laplace_ppf(u: Any, b: float) -> np.ndarray:
-    """Inverse CDF of ``Lap(b)`` on (0, 1)."""
-    v = np.asarray(u, dtype=float)
+    """Inverse CDF of ``Lap(b)`` on [0, 1] (-inf and +inf at the ends)."""
+    v = check_array(u, "u", "laplace_ppf", low=0.0)
+    b = check_real(b, "b", "laplace_ppf", low=0.0, low_open=True)
+    if np.any(v > 1.0):
+        raise fail("u", "laplace_ppf", "probabilities in [0, 1]", u)
     low = v < 0.5
-    return np.where(low, b * np.log(2.0 * np.where(low, v, 0.5)), -b * np.log(2.0 * (1.0 - np.where(low, 0.5, v))))
+    with np.errstate(divide="ignore"):  # u = 0 and 1: -inf and +inf
+        return np.where(low, b * np.log(2.0 * np.where(low, v, 0.5)), -b * np.log(2.0 * (1.0 - np.where(low, 0.5, v))))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpopt.exact_sampling import MAX_SCALE_STEPS
-from dpopt.limits import MAX_MAGNITUDE, check_memory
+from dpopt.limits import MAX_MAGNITUDE, MAX_ORDER, check_memory
 from dpopt.mechanisms.discrete_gaussian import MAX_RATIONAL
 from dpopt.mechanisms.grid_release import COARSEST_GRID_PER_SCALE, MAX_GRID_STEPS, MAX_GRID_VARIANCE, discrete_gaussian_delta, grid_sensitivity
 from dpopt.privacy import resolve_privacy
@@ -15,10 +15,6 @@ from dpopt.validation import check_choice, check_int, check_real, fail
 __all__ = ["Calibration", "CALIBRATED_MECHANISMS", "GRID_MECHANISMS", "ROUNDED_MECHANISMS"]
 
 KIND = "calibration"
-#: Largest order p of the generalized Gaussian: Lemma 5's bound expands (|x| + Delta)^p in
-#: p + 1 binomial terms whose powers overflow near p = 100 (measured: p = 50 runs without a
-#: floating-point warning, p = 100 overflows and p = 10**6 asked for 745 GiB).
-MAX_ORDER = 50
 #: Largest |bound| / sensitivity of a bounded mechanism (floating-point resolution, see below).
 MAX_BOUND_RATIO = 1e9
 #: Smallest epsilon for ``truncated_generalized_gaussian``. Its loss is measured through the

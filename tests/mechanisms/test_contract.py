@@ -71,3 +71,47 @@ def test_generalized_gaussian_noise_contract():
         GeneralizedGaussianNoise(scale=0.0, p=2.0)
     noise = GeneralizedGaussianNoise(scale=1.0, p=3.0)
     np.testing.assert_array_equal(noise.sample(0.0, 10, rng=1, exact=False), noise.sample(0.0, 10, rng=1, exact=False))
+
+
+# -- the formulas beside the classes (Liu's bounds, Balle-Wang, the exponential weights) ------------
+
+from dpopt.mechanisms import exponential, gaussian, generalized_gaussian, laplace  # noqa: E402
+
+NAN, INF = float("nan"), float("inf")
+FORMULA_CASES = [  # until 2026-11-29 none of these was refused: nan came back, or a raw error, or a hang
+    (lambda: gaussian.analytic_sigma(1.0, 1.0, INF), "'delta'"),  # looped for ever
+    (lambda: gaussian.analytic_sigma(1.0, 1.0, 1e308), "'delta'"),  # looped for ever
+    (lambda: gaussian.analytic_sigma(1e308, 1.0, 1e-5), "'sensitivity'"),  # OverflowError
+    (lambda: gaussian.analytic_sigma(-1.0, 1.0, 1e-5), "'sensitivity'"),  # math domain error
+    (lambda: gaussian.pdp_sigma(1.0, 1.0, NAN), "'delta'"),  # nan
+    (lambda: gaussian.pdp_sigma(1.0, 0.0, 1e-5), "'epsilon'"),  # nan
+    (lambda: gaussian.classic_sigma(1.0, 0.0, 1e-5), "'epsilon'"),  # ZeroDivisionError
+    (lambda: gaussian.analytic_delta(NAN, 1.0, 1.0), "'sigma'"),  # nan
+    (lambda: gaussian.analytic_delta(1.0, 0.0, 1.0), "'sensitivity'"),  # nan
+    (lambda: gaussian.lemma11_threshold(NAN), "'epsilon'"),  # nan
+    (lambda: generalized_gaussian.lemma9_bound(3, [1.0], [NAN], [2.0]), "'lowers'"),  # nan
+    (lambda: generalized_gaussian.lemma9_bound(3, [1.0], [0.0, 1.0], [2.0]), "'uppers'"),
+    (lambda: generalized_gaussian.lemma9_bound(10**6, [1.0], [0.0], [2.0]), "'p'"),
+    (lambda: generalized_gaussian.utility_sensitivity(2.0, 1.0, NAN), "'width'"),  # nan
+    (lambda: generalized_gaussian.exponential_scale(1.0, 1.0, NAN), "'p'"),  # nan
+    (lambda: generalized_gaussian.truncated_scale(epsilon=1.0, p=2, sensitivities=1.0, widths=[2.0]), "'sensitivities'"),
+    (lambda: exponential.exponential_probabilities([[0.0, 1.0]], NAN, 1.0), "'epsilon'"),  # nan
+    (lambda: exponential.exponential_probabilities([[0.0, 1.0]], 1.0, 0.0), "'sensitivity'"),  # nan
+    (lambda: exponential.exponential_probabilities([[0.0, INF]], 1.0, 1.0), "'utility'"),  # nan
+    (lambda: laplace.laplace_ppf([NAN], 1.0), "'u'"),  # nan
+    (lambda: laplace.laplace_ppf([1.5], 1.0), "'u'"),  # nan
+    (lambda: laplace.laplace_cdf([0.0], NAN), "'b'"),  # nan
+]
+
+
+@pytest.mark.parametrize("call,field", FORMULA_CASES, ids=[f"case{i}" for i in range(len(FORMULA_CASES))])
+def test_the_formulas_refuse_bad_input_naming_the_field(call, field):
+    with pytest.raises(InvalidParameterError, match=field):
+        call()
+
+
+def test_the_formulas_still_take_their_edge_values():
+    assert gaussian.analytic_delta([1.0, 2.0], 1.0, 0.0).shape == (2,)  # epsilon = 0 is a valid point of the curve
+    assert laplace.laplace_ppf([0.0, 1.0], 1.0).tolist() == [-INF, INF]
+    assert laplace.laplace_cdf([-INF, INF], 1.0).tolist() == [0.0, 1.0]
+    np.testing.assert_allclose(exponential.exponential_probabilities([0.0, 1.0], 2.0, 1.0), [[1 / (1 + np.e), np.e / (1 + np.e)]])
