@@ -40,6 +40,8 @@ MAX_UNIVERSE = 20_000
 #: Largest magnitude of a user number that dpopt squares or sums (queries, coordinates,
 #: distances, budgets): 1e15^2 times a workload's size stays far from overflow.
 MAX_MAGNITUDE = 1e15
+#: Largest number of records of a d_X workload: the surrogate's bias term grows with n^2 (squared to 1e24).
+MAX_RECORDS = 10**12
 #: Largest order p of the generalized Gaussian: Lemma 5's bound expands (|x| + Delta)^p in
 #: p + 1 binomial terms whose powers overflow near p = 100 (measured: p = 50 runs without a
 #: floating-point warning, p = 100 overflows and p = 10**6 asked for 745 GiB).

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import special
 from scipy.spatial.distance import pdist
 
-from dpopt.dx.metric import DXMetric
+from dpopt.dx.metric import DXMetric, check_workload
 from dpopt.dx.scales import PrivacyCheck, check_privacy
 from dpopt.exact_sampling import exact_choice_logits
 from dpopt.mechanisms.grid_release import rounded_laplace_release
@@ -65,9 +65,9 @@ class DXLaplaceMechanism:
 
     def __post_init__(self) -> None:
         owner = "dx laplace mechanism"
-        qp = np.atleast_2d(np.asarray(self.transformed, dtype=float))
-        c = np.atleast_1d(np.asarray(self.scales, dtype=float))
-        if c.shape != (qp.shape[0],) or (c < 0).any() or not np.isfinite(c).all():
+        qp = check_workload(self.transformed, self.metric, owner, "transformed")
+        c = np.atleast_1d(check_array(self.scales, "scales", owner, ndim=(0, 1), low=0.0))
+        if c.shape != (qp.shape[0],):
             raise fail("scales", owner, f"{qp.shape[0]} finite scales >= 0", c)
         check = check_privacy(qp, self.metric)
         if not check.ok:
@@ -143,8 +143,8 @@ class DXExponentialMechanism:
 
     def __post_init__(self) -> None:
         owner = "dx exponential mechanism"
-        u = np.atleast_2d(np.asarray(self.utilities, dtype=float))
-        if u.shape[1] != self.metric.size or u.shape[0] < 2 or not np.isfinite(u).all():
+        u = check_workload(self.utilities, self.metric, owner, "utilities")
+        if u.shape[0] < 2:
             raise fail("utilities", owner, f"a finite (R >= 2, N = {self.metric.size}) table", u)
         c = check_real(self.scale, "scale", owner, low=0.0, low_open=True)
         ratio, (i, j) = _sensitivity_ratios(u, self.metric), self.metric.pairs()

@@ -28,7 +28,7 @@ from dpopt.limits import MAX_MAGNITUDE, MAX_UNIVERSE
 from dpopt.privacy import not_implied
 from dpopt.validation import check_array, check_int, check_real, fail, read_text_file
 
-__all__ = ["DXMetric", "first_triangle_violation"]
+__all__ = ["DXMetric", "check_metric", "check_workload", "first_triangle_violation"]
 
 OWNER = "dx metric"
 #: Relative slack of the triangle-inequality check (floating-point sums).
@@ -305,3 +305,21 @@ def _closure_with_inf(d: np.ndarray) -> np.ndarray:
     for k in range(out.shape[0]):
         out = np.minimum(out, out[:, k][:, None] + out[k, :][None, :])
     return out
+
+
+def check_metric(metric: Any, owner: str) -> "DXMetric":
+    """``metric`` if it is a :class:`DXMetric`, else refused naming ``metric`` (a raw
+    AttributeError, "'list' object has no attribute 'size'", until 2026-11-29)."""
+    if not isinstance(metric, DXMetric):
+        raise fail("metric", owner, "a DXMetric (dpopt.dx.metric.DXMetric: a matrix, points or a graph)", type(metric).__name__)
+    return metric
+
+
+def check_workload(query: Any, metric: Any, owner: str, parameter: str = "query", *, rows: int | None = None) -> np.ndarray:
+    """A finite K x N table (one row may be given as a list) for the metric's N elements, or refused naming ``parameter``."""
+    size = check_metric(metric, owner).size
+    q = np.atleast_2d(check_array(query, parameter, owner, ndim=(1, 2)))
+    if q.shape[1] != size or q.shape[0] == 0 or (rows is not None and q.shape[0] != rows):
+        count = "K" if rows is None else str(rows)
+        raise fail(parameter, owner, f"{count} rows of N = {size} finite numbers", f"shape {q.shape}")
+    return q

@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.dx.metric import DXMetric
+from dpopt.dx.metric import DXMetric, check_metric, check_workload
+from dpopt.limits import MAX_RECORDS
 from dpopt.lazy_modules import cvxpy as cp
 from dpopt.solvers import power_of_two_at_most, run_program
-from dpopt.validation import SolverError, fail
+from dpopt.validation import SolverError, check_array, check_int, fail
 
 __all__ = [
     "PrivacyCheck",
@@ -62,11 +63,8 @@ OWNER = "dx linear query"
 PRIVACY_TOLERANCE = 1e-9
 
 
-def _workload(query: Any, metric: DXMetric) -> np.ndarray:
-    q = np.atleast_2d(np.asarray(query, dtype=float))
-    if q.ndim != 2 or q.shape[1] != metric.size or not np.isfinite(q).all():
-        raise fail("query", OWNER, f"a finite array of N = {metric.size} numbers, or K rows of them", q)
-    return q
+def _workload(query: Any, metric: DXMetric, parameter: str = "query") -> np.ndarray:
+    return check_workload(query, metric, OWNER, parameter)
 
 
 def generalized_sensitivity(query: Any, metric: DXMetric) -> np.ndarray:
@@ -373,6 +371,7 @@ def essential_pairs(metric: DXMetric) -> tuple[np.ndarray, np.ndarray]:
     and (k, j) imply each other, both were dropped, and the exact routes then left a query
     unconstrained (scale 0).
     """
+    metric = check_metric(metric, OWNER)
     if metric.size > ESSENTIAL_PAIRS_MAX_N and metric.line is None:
         return metric.pairs()
     return metric.essential_pairs
@@ -380,6 +379,8 @@ def essential_pairs(metric: DXMetric) -> tuple[np.ndarray, np.ndarray]:
 
 def nearest_pairs(metric: DXMetric, pairs: tuple[np.ndarray, np.ndarray], neighbours: int = 8) -> np.ndarray:
     """Indices into ``pairs`` of each element's ``neighbours`` closest partners."""
+    metric = check_metric(metric, OWNER)
+    neighbours = check_int(neighbours, "neighbours", OWNER, low=1)
     i, j = pairs
     d = metric.matrix[i, j]
     chosen = np.zeros(i.size, dtype=bool)
@@ -411,10 +412,23 @@ class PairReport:
 
 def surrogate_objective(transformed: Any, scales: Any, query: Any, n: int) -> float:
     """Perrier et al.'s bound ``n^2 ||c (.) Q' - Q||_F^2 + 2 ||c||^2`` on the expected squared error."""
-    q = np.atleast_2d(np.asarray(query, dtype=float))
-    qp = np.atleast_2d(np.asarray(transformed, dtype=float))
-    c = np.asarray(scales, dtype=float)
+    qp, c, q, n = _bound_inputs(transformed, scales, query, n)
     return float(n**2 * np.sum((c[:, None] * qp - q) ** 2) + 2 * np.sum(c**2))
+
+
+def _bound_inputs(transformed: Any, scales: Any, query: Any, n: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(Q', c, Q, n) of an error bound, refused naming the field unless finite and of matching shapes
+    (a NaN scale gave a NaN bound until 2026-11-29)."""
+    q = np.atleast_2d(check_array(query, "query", OWNER, ndim=(1, 2)))
+    qp = np.atleast_2d(check_array(transformed, "transformed", OWNER, ndim=(1, 2)))
+    c = np.atleast_1d(check_array(scales, "scales", OWNER, ndim=(0, 1), low=0.0))
+    if qp.shape != q.shape or c.size != q.shape[0]:
+        raise fail("transformed", OWNER, f"Q' of the workload's shape {q.shape}, with one scale per query", f"shape {qp.shape}, {c.size} scales")
+    return qp, c, q, _records(n)
+
+
+def _records(n: Any) -> int:
+    return check_int(n, "n", OWNER, low=1, high=MAX_RECORDS)
 
 
 def exact_surrogate(query: Any, metric: DXMetric, n: int, *, solver: str | None = None, reduce: bool = True) -> tuple[np.ndarray, np.ndarray, "PairReport"]:
@@ -424,6 +438,7 @@ def exact_surrogate(query: Any, metric: DXMetric, n: int, *, solver: str | None 
     ``p = c q'`` the constraints read ``|p_i - p_j| <= c d_X(i, j)``: jointly convex in
     (p, c), a QP. Returns ``(q', c, pairs)`` with q' as a (1, N) array.
     """
+    n = _records(n)
     return _single_query_program(
         query, metric, reduce, solver, "exact_surrogate", step=1.0 / float(n),
         # p = target + delta / n and c = unit * gamma turn the objective, divided by
@@ -444,9 +459,9 @@ def lp_bound_objective(transformed: Any, scales: Any, query: Any, n: int, p: flo
     ``Y_k ~ Lap(c_k)`` is ``int_0^inf 1 - prod_k (1 - e^(-t / c_k)) dt``, summed exactly by
     inclusion-exclusion over the distinct scales for K <= 20 (it is c for one query).
     """
-    q = np.atleast_2d(np.asarray(query, dtype=float))
-    qp = np.atleast_2d(np.asarray(transformed, dtype=float))
-    c = np.asarray(scales, dtype=float)
+    qp, c, q, n = _bound_inputs(transformed, scales, query, n)
+    if p not in (1, float("inf")):
+        raise fail("p", OWNER, "1 or inf", p)
     gap = (c[:, None] * qp - q).ravel()
     if p == 1:
         return float(n * np.abs(gap).sum() + c.sum())
@@ -475,6 +490,9 @@ def exact_lp_bound(query: Any, metric: DXMetric, n: int, p: float, *, solver: st
     one query). With ``v = c q'`` the constraints read ``|v_i - v_j| <= c d_X(i, j)``, so it
     is an LP in (v, c). Returns ``(q', c, pairs)`` with q' as a (1, N) array.
     """
+    n = _records(n)
+    if p not in (1, float("inf")):
+        raise fail("p", OWNER, "1 or inf", p)
     return _single_query_program(
         query, metric, reduce, solver, "the exact l_p bound", step=1.0 / float(n),
         # v = unit (target + delta / n): the objective over unit is ||delta||_p + gamma

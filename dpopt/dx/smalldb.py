@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from dpopt.dx.metric import DXMetric
-from dpopt.validation import check_real, fail
+from dpopt.dx.metric import DXMetric, check_workload
+from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["SmallDB", "SmallDBPreprocessing", "lipschitz_approximation", "smalldb_gamma", "smalldb_preprocessing", "smalldb_bound",
            "smalldb_candidate_count", "MAX_SMALLDB_CANDIDATES", "envelope_breakpoints"]
@@ -109,10 +109,9 @@ def envelope_breakpoints(intercepts: np.ndarray, slopes: np.ndarray) -> np.ndarr
 
 def smalldb_preprocessing(query: Any, metric: DXMetric, n: int, gamma: float) -> SmallDBPreprocessing:
     """The global optimum of problem (8) by the envelope's breakpoints (module docstring)."""
-    q = np.atleast_2d(np.asarray(query, dtype=float))
-    if q.ndim != 2 or q.shape[1] != metric.size or not np.isfinite(q).all():
-        raise fail("query", OWNER, f"K rows of N = {metric.size} finite numbers", q.shape)
+    q = check_workload(query, metric, OWNER)
     gamma = check_real(gamma, "gamma", OWNER, low=0.0, low_open=True)
+    n = check_int(n, "n", OWNER, low=1)
     d = metric.matrix
     i, j = np.triu_indices(metric.size, 1)
     gaps = np.abs(q[:, i] - q[:, j]).max(axis=0)  # per pair, the query that differs most
@@ -169,9 +168,7 @@ class SmallDB:
     synthetic_size: int
 
     def __post_init__(self) -> None:
-        qp = np.atleast_2d(np.asarray(self.transformed, dtype=float))
-        if qp.shape[1] != self.metric.size or not np.isfinite(qp).all():
-            raise fail("transformed", "smalldb", f"K rows of N = {self.metric.size} finite numbers", qp.shape)
+        qp = check_workload(self.transformed, self.metric, "smalldb", "transformed")
         check_real(self.scale, "scale", "smalldb", low=0.0, low_open=True)
         i, j = self.metric.pairs()
         spread = np.abs(qp[:, i] - qp[:, j]).max(axis=0)

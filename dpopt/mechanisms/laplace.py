@@ -35,16 +35,24 @@ __all__ = [
 ]
 
 
+def _scales(b: Any, owner: str) -> Any:
+    """A positive finite scale, or an array of them (one per component, broadcast against x or u)."""
+    scales = check_array(b, "b", owner, low=0.0)
+    if np.any(scales == 0):
+        raise fail("b", owner, "positive scales", b)
+    return scales
+
+
 def laplace_cdf(x: Any, b: float) -> np.ndarray:
     """CDF of ``Lap(b)`` centred at 0 (x may be infinite)."""
-    z = check_array(x, "x", "laplace_cdf", allow_inf=True) / check_real(b, "b", "laplace_cdf", low=0.0, low_open=True)
+    z = check_array(x, "x", "laplace_cdf", allow_inf=True) / _scales(b, "laplace_cdf")
     return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
 
 
 def laplace_ppf(u: Any, b: float) -> np.ndarray:
     """Inverse CDF of ``Lap(b)`` on [0, 1] (-inf and +inf at the ends)."""
     v = check_array(u, "u", "laplace_ppf", low=0.0)
-    b = check_real(b, "b", "laplace_ppf", low=0.0, low_open=True)
+    b = _scales(b, "laplace_ppf")
     if np.any(v > 1.0):
         raise fail("u", "laplace_ppf", "probabilities in [0, 1]", u)
     low = v < 0.5

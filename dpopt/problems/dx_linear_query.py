@@ -12,14 +12,12 @@ from typing import Any
 import numpy as np
 
 from dpopt.dx.metric import DXMetric
-from dpopt.limits import MAX_MAGNITUDE
+from dpopt.limits import MAX_MAGNITUDE, MAX_RECORDS
 from dpopt.validation import check_array, check_int, check_real, fail
 
 __all__ = ["METRIC_TYPES", "DXLinearQuery", "metric_from_spec"]
 
 KIND = "dx_linear_query"
-#: Largest number of records: the surrogate's bias term grows with n^2 (squared to 1e24).
-MAX_RECORDS = 10**12
 
 #: metric type -> the fields its table takes
 METRIC_TYPES: dict[str, tuple[str, ...]] = {

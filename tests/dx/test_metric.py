@@ -106,3 +106,38 @@ def test_essential_pairs_on_a_line_are_the_searchs_without_it(positions, unit, e
     metric = DXMetric.scaled_dates(np.array(positions, dtype=float) * unit, epsilon, period)
     searched = np.nonzero(np.triu(not_implied(metric.matrix, slack=1e-12), 1))
     assert set(zip(*(a.tolist() for a in metric.essential_pairs))) == set(zip(*(a.tolist() for a in searched)))
+
+
+def _dx_calls():
+    from dpopt.dx import evaluation, mechanisms, scales, smalldb
+
+    line = DXMetric.euclidean([[0.0], [1.0], [3.0]])
+    q = [[0.0, 1.0, 2.0]]
+    nan = float("nan")
+    return [  # until 2026-11-29: a raw AttributeError ("'list' object has no attribute 'size'"), or nan
+        (lambda: scales.closed_form_scales(q, [[0, 1], [1, 0]]), "'metric'"),
+        (lambda: scales.check_privacy(q, None), "'metric'"),
+        (lambda: scales.essential_pairs("line"), "'metric'"),
+        (lambda: scales.closed_form_scales("abc", line), "'query'"),
+        (lambda: scales.closed_form_scales([[0.0, nan, 1.0]], line), "'query'"),
+        (lambda: scales.surrogate_objective(q, [nan], q, 10), "'scales'"),  # was nan
+        (lambda: scales.surrogate_objective(q, [1.0], q, 0), "'n'"),
+        (lambda: scales.lp_bound_objective(q, [1.0, 2.0], q, 10, 1), "'transformed'"),
+        (lambda: scales.exact_surrogate(q, line, 0), "'n'"),  # was ZeroDivisionError
+        (lambda: scales.exact_lp_bound(q, line, 10, 2), "'p'"),
+        (lambda: evaluation.baseline_scale(q, 3), "'metric'"),
+        (lambda: evaluation.improvement_factor(q, [nan], line), "'scales'"),
+        (lambda: evaluation.empirical_rmse("mechanism", q, [1, 1, 1]), "'mechanism'"),
+        (lambda: mechanisms.DXLaplaceMechanism(transformed=q, scales=[1.0], metric=[[0]]), "'metric'"),
+        (lambda: mechanisms.DXLaplaceMechanism(transformed=q, scales=["x"], metric=line), "'scales'"),
+        (lambda: mechanisms.DXExponentialMechanism(utilities=[[0, 1, 2], [2, 1, 0]], scale=1.0, metric=None), "'metric'"),
+        (lambda: smalldb.smalldb_preprocessing(q, line, 0, 1.0), "'n'"),
+        (lambda: smalldb.smalldb_preprocessing(q, object(), 5, 1.0), "'metric'"),
+    ]
+
+
+@pytest.mark.parametrize("index", range(18))
+def test_the_dx_functions_refuse_bad_input_naming_the_field(index):
+    call, field = _dx_calls()[index]
+    with pytest.raises(InvalidParameterError, match=field):
+        call()
