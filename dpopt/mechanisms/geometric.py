@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from dpopt.limits import check_memory
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = [
@@ -87,7 +88,12 @@ def geometric_matrix(n: int, alpha: float | Fraction) -> np.ndarray:
         ``(n+1, n+1)``; row i is the output distribution when the true count is i.
     """
     n = check_int(n, "n", OWNER, low=1)
-    return geometric_rows(n, _alpha(alpha), np.arange(n + 1))
+    a = _alpha(alpha)
+    # the dense (n + 1)^2 matrix, with the index array geometric_rows forms beside it (8 + 8
+    # bytes an entry; a Fraction entry is a Python object of about 100): n = 10**11 asked
+    # numpy for an array past its largest size, a raw ValueError, until 2026-11-29
+    check_memory((n + 1) ** 2 * (116.0 if isinstance(a, Fraction) else 16.0), "n", OWNER, n, what="the dense geometric matrix")
+    return geometric_rows(n, a, np.arange(n + 1))
 
 
 def column_weights(n: int, alpha: float | Fraction) -> np.ndarray:
@@ -139,6 +145,7 @@ def geometric_inverse(n: int, alpha: float, *, scaled: bool = False) -> sparse.c
     """
     n = check_int(n, "n", OWNER, low=1)
     a = _alpha(alpha)
+    check_memory((n + 1) * 3 * 24.0, "n", OWNER, n, what="the tridiagonal inverse")
     size = n + 1
     inner, end = (1.0, 1.0) if scaled else (1.0 / (1.0 - a) ** 2, 1.0 / (1.0 - a))
     diagonal = np.full(size, (1.0 + a * a) * inner)

@@ -40,10 +40,24 @@ import numpy as np
 from dpopt.mechanisms.geometric import clamped_geometric, geometric_matrix, remap_from_geometric
 from dpopt.exact_sampling import exact_bernoulli_fraction, exact_choice, exact_choice_rows
 from dpopt.sampling import RandomSource
-from dpopt.validation import fail
+from dpopt.validation import check_real, fail
 
 __all__ = ["FACTORED_CHAIN_SAMPLER", "FactoredChain", "level_remap", "chain_remaps", "chain_marginals", "sample_chain", "stay_probabilities",
            "verify_chain_exact", "coalition_likelihood", "coalition_posterior"]
+
+
+def _alphas(alphas: Any, owner: str) -> list[Any]:
+    """A chain's privacy levels: a non-empty list of numbers (floats or Fractions) increasing
+    strictly in (0, 1), or refused naming ``alphas`` (a raw TypeError or IndexError before
+    2026-11-29)."""
+    allowed = "a non-empty list of privacy levels alpha_1 < alpha_2 < ... in (0, 1)"
+    if isinstance(alphas, (str, bytes)) or not isinstance(alphas, (Sequence, np.ndarray)) or len(alphas) == 0:
+        raise fail("alphas", owner, allowed, alphas)
+    levels = [a if isinstance(a, Fraction) else check_real(a, "alphas", owner, low=0.0, high=1.0, low_open=True, high_open=True)
+              for a in alphas]
+    if any(not 0 < a < 1 for a in levels) or any(a >= b for a, b in zip(levels[:-1], levels[1:])):
+        raise fail("alphas", owner, allowed, list(alphas))
+    return levels
 
 
 def level_remap(n: int, alpha: float | Fraction, beta: float | Fraction) -> np.ndarray:
@@ -54,6 +68,7 @@ def level_remap(n: int, alpha: float | Fraction, beta: float | Fraction) -> np.n
     InvalidParameterError
         Unless ``alpha < beta``.
     """
+    alpha, beta = _alphas([alpha], "level_remap")[0], _alphas([beta], "level_remap")[0]
     if not alpha < beta:
         raise fail("beta", "level_remap", f"a privacy level larger than alpha = {alpha}", beta)
     return remap_from_geometric(geometric_matrix(n, beta), alpha)
@@ -61,11 +76,13 @@ def level_remap(n: int, alpha: float | Fraction, beta: float | Fraction) -> np.n
 
 def chain_remaps(n: int, alphas: Sequence[float | Fraction]) -> list[np.ndarray]:
     """The post-processing matrices ``T_2 .. T_k`` of Algorithm 1."""
+    alphas = _alphas(alphas, "chain_remaps")
     return [level_remap(n, a, b) for a, b in zip(alphas[:-1], alphas[1:])]
 
 
 def chain_marginals(n: int, alphas: Sequence[float | Fraction]) -> list[np.ndarray]:
     """Marginal mechanism of each level: ``G_{alpha_1} T_2 ... T_i`` for i = 1..k."""
+    alphas = _alphas(alphas, "chain_marginals")
     marginal = geometric_matrix(n, alphas[0])
     result = [marginal]
     for remap in chain_remaps(n, alphas):
@@ -81,7 +98,7 @@ def verify_chain_exact(n: int, alphas: Sequence[float]) -> bool:
     computed exactly, checked non-negative, and the chain product is compared with
     ``G_{alpha_i}`` entry by entry (no tolerance).
     """
-    exact = [Fraction(a) for a in alphas]
+    exact = [Fraction(a) for a in _alphas(alphas, "verify_chain_exact")]
     remaps = chain_remaps(n, exact)
     if any(min(t.ravel()) < 0 for t in remaps):
         return False
@@ -96,7 +113,9 @@ def coalition_likelihood(n: int, alphas: Sequence[float | Fraction], releases: d
     ``r_(i+1) ~ T_(i+1)(r_i)``); levels outside the coalition are summed out by a forward
     pass. Exact with :class:`~fractions.Fraction` alphas.
     """
+    alphas = _alphas(alphas, "coalition_likelihood")
     remaps = chain_remaps(n, alphas)
+    releases = _releases(releases, n, len(alphas))
     forward = geometric_matrix(n, alphas[0])  # row d: the law of the current level given true count d
     # After the first released level, forward = outer(weight, law): kept as the two vectors,
     # so each later level costs a vector-matrix product (exact Fractions are slow).
@@ -125,14 +144,32 @@ def coalition_posterior(n: int, alphas: Sequence[float | Fraction], releases: di
     coins that do not depend on the data. :func:`coalition_likelihood` computes the joint
     law directly, so the identity can be checked exactly rather than assumed.
     """
-    joint = np.asarray(prior, dtype=object) * coalition_likelihood(n, alphas, releases)
+    likelihood = coalition_likelihood(n, alphas, releases)
+    if isinstance(prior, (str, bytes)) or not isinstance(prior, (Sequence, np.ndarray)) or len(prior) != likelihood.size:
+        raise fail("prior", "coalition_posterior", f"{likelihood.size} non-negative weights, one per count 0..{likelihood.size - 1}", prior)
+    weights = [w if isinstance(w, Fraction) else check_real(w, "prior", "coalition_posterior", low=0.0) for w in prior]
+    joint = np.asarray(weights, dtype=object) * likelihood
+    if not joint.sum() > 0:
+        raise fail("prior", "coalition_posterior", "weights that give the releases a positive probability", prior)
     return joint / joint.sum()
+
+
+def _releases(releases: Any, n: int, levels: int) -> dict[int, int]:
+    """A coalition's releases: level (0..levels-1) -> released count (0..n), at least one."""
+    allowed = f"a non-empty dict of level (0..{levels - 1}) -> released count (0..{n})"
+    if not isinstance(releases, dict) or not releases:
+        raise fail("releases", "coalition_likelihood", allowed, releases)
+    for level, value in releases.items():
+        if isinstance(level, bool) or isinstance(value, bool) or not isinstance(level, (int, np.integer)) or not isinstance(value, (int, np.integer)) \
+                or not 0 <= level < levels or not 0 <= value <= n:
+            raise fail("releases", "coalition_likelihood", allowed, releases)
+    return {int(k): int(v) for k, v in releases.items()}
 
 
 def stay_probabilities(alpha: float | Fraction, beta: float | Fraction) -> tuple[Fraction, Fraction]:
     """``(p_end, p_interior)``: row r of ``T_{alpha,beta}`` is ``p_r e_r + (1 - p_r) G_beta[r]`` (module docstring),
     exactly, for the floats alpha < beta as the rationals they are."""
-    a, b = Fraction(alpha), Fraction(beta)
+    a, b = (Fraction(v) for v in _alphas([alpha], "stay_probabilities") + _alphas([beta], "stay_probabilities"))
     if not 0 < a < b < 1:
         raise fail("beta", "stay_probabilities", f"a privacy level in (alpha, 1) for alpha = {alpha}", beta)
     end = a * (1 - b) / (b * (1 - a))

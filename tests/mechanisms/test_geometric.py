@@ -10,6 +10,7 @@ import dpopt
 from dpopt.mechanisms.geometric import (
     derivability,
     exact_geometric_release,
+    geometric_inverse,
     geometric_matrix,
     geometric_row_is_normal,
     geometric_rows,
@@ -177,3 +178,11 @@ def test_scaled_inverse_keeps_the_sign_of_every_row_with_coefficients_of_order_o
     denominators = np.full(n + 1, 1.0 / (1.0 - alpha) ** 2)
     denominators[[0, -1]] = 1.0 / (1.0 - alpha)
     np.testing.assert_allclose(ratio, np.broadcast_to(denominators[:, None], ratio.shape), rtol=1e-6)
+
+
+def test_a_geometric_matrix_past_the_memory_limit_is_refused_before_work():
+    """n = 10**11 asked numpy for an array past its largest size (a raw ValueError) until 2026-11-29."""
+    with pytest.raises(InvalidParameterError, match="'n'.*memory limit"):
+        geometric_matrix(10**11, 0.5)
+    with pytest.raises(InvalidParameterError, match="'n'.*memory limit"):
+        geometric_inverse(10**12, 0.5)

@@ -176,3 +176,20 @@ def test_the_factored_chain_at_a_million_counts_has_geometric_marginals():
 def test_stay_probabilities_refuse_levels_out_of_order():
     with pytest.raises(InvalidParameterError, match="beta"):
         stay_probabilities(0.5, 0.5)
+
+
+@pytest.mark.parametrize("call,field", [  # until 2026-11-29: raw TypeErrors and IndexErrors
+    (lambda: coalition_posterior(3, 0.5, {0: 1}, [0.25] * 4), "'alphas'"),
+    (lambda: coalition_posterior(3, [], {0: 1}, [0.25] * 4), "'alphas'"),
+    (lambda: coalition_posterior(3, [0.5, 0.3], {0: 1}, [0.25] * 4), "'alphas'"),
+    (lambda: coalition_posterior(3, [0.3, 0.5], {2: 1}, [0.25] * 4), "'releases'"),
+    (lambda: coalition_posterior(3, [0.3, 0.5], {0: 9}, [0.25] * 4), "'releases'"),
+    (lambda: coalition_posterior(3, [0.3, 0.5], {0: 1}, [0.5] * 2), "'prior'"),
+    (lambda: coalition_posterior(3, [0.3, 0.5], {0: 1}, [float("nan")] * 4), "'prior'"),
+    (lambda: verify_chain_exact(3, [0.3, float("nan")]), "'alphas'"),
+    (lambda: level_remap(3, "0.3", 0.5), "'alphas'"),
+    (lambda: stay_probabilities(0.3, 1.5), "stay_probabilities must be"),
+])
+def test_chain_helpers_refuse_bad_input_naming_the_field(call, field):
+    with pytest.raises(InvalidParameterError, match=field):
+        call()
