@@ -46,17 +46,17 @@ __all__ = ["FACTORED_CHAIN_SAMPLER", "FactoredChain", "level_remap", "chain_rema
            "verify_chain_exact", "coalition_likelihood", "coalition_posterior"]
 
 
-def _alphas(alphas: Any, owner: str) -> list[Any]:
+def _alphas(alphas: Any, owner: str, parameter: str = "alphas") -> list[Any]:
     """A chain's privacy levels: a non-empty list of numbers (floats or Fractions) increasing
     strictly in (0, 1), or refused naming ``alphas`` (a raw TypeError or IndexError before
     2026-11-29)."""
     allowed = "a non-empty list of privacy levels alpha_1 < alpha_2 < ... in (0, 1)"
     if isinstance(alphas, (str, bytes)) or not isinstance(alphas, (Sequence, np.ndarray)) or len(alphas) == 0:
-        raise fail("alphas", owner, allowed, alphas)
-    levels = [a if isinstance(a, Fraction) else check_real(a, "alphas", owner, low=0.0, high=1.0, low_open=True, high_open=True)
+        raise fail(parameter, owner, allowed, alphas)
+    levels = [a if isinstance(a, Fraction) else check_real(a, parameter, owner, low=0.0, high=1.0, low_open=True, high_open=True)
               for a in alphas]
     if any(not 0 < a < 1 for a in levels) or any(a >= b for a, b in zip(levels[:-1], levels[1:])):
-        raise fail("alphas", owner, allowed, list(alphas))
+        raise fail(parameter, owner, allowed, list(alphas))
     return levels
 
 
@@ -68,7 +68,7 @@ def level_remap(n: int, alpha: float | Fraction, beta: float | Fraction) -> np.n
     InvalidParameterError
         Unless ``alpha < beta``.
     """
-    alpha, beta = _alphas([alpha], "level_remap")[0], _alphas([beta], "level_remap")[0]
+    alpha, beta = _alphas([alpha], "level_remap", "alpha")[0], _alphas([beta], "level_remap", "beta")[0]
     if not alpha < beta:
         raise fail("beta", "level_remap", f"a privacy level larger than alpha = {alpha}", beta)
     return remap_from_geometric(geometric_matrix(n, beta), alpha)
@@ -169,7 +169,7 @@ def _releases(releases: Any, n: int, levels: int) -> dict[int, int]:
 def stay_probabilities(alpha: float | Fraction, beta: float | Fraction) -> tuple[Fraction, Fraction]:
     """``(p_end, p_interior)``: row r of ``T_{alpha,beta}`` is ``p_r e_r + (1 - p_r) G_beta[r]`` (module docstring),
     exactly, for the floats alpha < beta as the rationals they are."""
-    a, b = (Fraction(v) for v in _alphas([alpha], "stay_probabilities") + _alphas([beta], "stay_probabilities"))
+    a, b = (Fraction(v) for v in _alphas([alpha], "stay_probabilities", "alpha") + _alphas([beta], "stay_probabilities", "beta"))
     if not 0 < a < b < 1:
         raise fail("beta", "stay_probabilities", f"a privacy level in (alpha, 1) for alpha = {alpha}", beta)
     end = a * (1 - b) / (b * (1 - a))

@@ -187,8 +187,8 @@ def test_stay_probabilities_refuse_levels_out_of_order():
     (lambda: coalition_posterior(3, [0.3, 0.5], {0: 1}, [0.5] * 2), "'prior'"),
     (lambda: coalition_posterior(3, [0.3, 0.5], {0: 1}, [float("nan")] * 4), "'prior'"),
     (lambda: verify_chain_exact(3, [0.3, float("nan")]), "'alphas'"),
-    (lambda: level_remap(3, "0.3", 0.5), "'alphas'"),
-    (lambda: stay_probabilities(0.3, 1.5), "stay_probabilities must be"),
+    (lambda: level_remap(3, "0.3", 0.5), "'alpha'"),
+    (lambda: stay_probabilities(0.3, 1.5), "'beta'"),
 ])
 def test_chain_helpers_refuse_bad_input_naming_the_field(call, field):
     with pytest.raises(InvalidParameterError, match=field):
