@@ -52,6 +52,8 @@ def resolve_rng(rng: Any = None, *, secure: bool = False) -> RandomSource:
     secure : bool
         Use :class:`SecureRandom` (``rng`` must then be None).
     """
+    if not isinstance(secure, (bool, np.bool_)):  # None or [] meant "not secure" silently until 2026-11-29
+        raise fail("secure", "sampling", "True or False", secure)
     if secure:
         if rng is not None:
             raise fail("rng", "sampling", "None when secure=True", rng)

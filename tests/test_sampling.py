@@ -84,3 +84,10 @@ def test_an_integer_true_value_is_placed_on_the_grid_exactly(problem, both_cells
     releases = dpopt.solve(problem).sample(2**53 + 1, 60, rng=1)
     offsets = {int(v) - 2**53 for v in releases}
     assert offsets == ({0, 2} if both_cells else {2})
+
+
+@pytest.mark.parametrize("secure", [None, [], 0, "yes"])
+def test_secure_must_be_a_bool(table1, secure):
+    """None, [] and 0 drew from a seeded numpy source as if secure=False until 2026-11-29."""
+    with pytest.raises(InvalidParameterError, match="'secure'"):
+        table1.sample(1, 2, secure=secure)
