@@ -55,6 +55,8 @@ COSTS = ("absolute", "squared")
 
 def optimal_gamma(epsilon: float, cost: str = "absolute") -> float:
     """Geng-Viswanath's optimal gamma for the cost ``|x|`` or ``x^2``."""
+    epsilon = check_real(epsilon, "epsilon", "optimal_gamma", low=0.0, low_open=True)  # nan came back as nan
+    check_choice(cost, "cost", "optimal_gamma", COSTS)
     if cost == "absolute":
         return 1.0 / (1.0 + np.exp(epsilon / 2.0))
     # Geng-Viswanath's -b / (1 - b) + (b - 2 b^2 + 2 b^4 - b^5)^(1/3) / (2^(1/3) (1 - b)^2) is two

@@ -115,3 +115,12 @@ def test_the_formulas_still_take_their_edge_values():
     assert laplace.laplace_ppf([0.0, 1.0], 1.0).tolist() == [-INF, INF]
     assert laplace.laplace_cdf([-INF, INF], 1.0).tolist() == [0.0, 1.0]
     np.testing.assert_allclose(exponential.exponential_probabilities([0.0, 1.0], 2.0, 1.0), [[1 / (1 + np.e), np.e / (1 + np.e)]])
+
+
+@pytest.mark.parametrize("epsilon,cost,field", [(float("nan"), "absolute", "'epsilon'"), (0.0, "absolute", "'epsilon'"), (1.0, "cubic", "'cost'")])
+def test_optimal_gamma_refuses_bad_input(epsilon, cost, field):
+    """nan came back as gamma = nan, and an unknown cost as the squared cost's gamma (until 2026-11-29)."""
+    from dpopt.mechanisms.staircase import optimal_gamma
+
+    with pytest.raises(InvalidParameterError, match=field):
+        optimal_gamma(epsilon, cost)
