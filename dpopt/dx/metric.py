@@ -315,11 +315,10 @@ def check_metric(metric: Any, owner: str) -> "DXMetric":
     return metric
 
 
-def check_workload(query: Any, metric: Any, owner: str, parameter: str = "query", *, rows: int | None = None) -> np.ndarray:
+def check_workload(query: Any, metric: Any, owner: str, parameter: str = "query") -> np.ndarray:
     """A finite K x N table (one row may be given as a list) for the metric's N elements, or refused naming ``parameter``."""
     size = check_metric(metric, owner).size
     q = np.atleast_2d(check_array(query, parameter, owner, ndim=(1, 2)))
-    if q.shape[1] != size or q.shape[0] == 0 or (rows is not None and q.shape[0] != rows):
-        count = "K" if rows is None else str(rows)
-        raise fail(parameter, owner, f"{count} rows of N = {size} finite numbers", f"shape {q.shape}")
+    if q.shape[1] != size or q.shape[0] == 0:
+        raise fail(parameter, owner, f"K rows of N = {size} finite numbers", f"shape {q.shape}")
     return q

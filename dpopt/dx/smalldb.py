@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.dx.metric import DXMetric, check_workload
+from dpopt.limits import MAX_RECORDS
 from dpopt.validation import check_int, check_real, fail
 
 __all__ = ["SmallDB", "SmallDBPreprocessing", "lipschitz_approximation", "smalldb_gamma", "smalldb_preprocessing", "smalldb_bound",
@@ -111,7 +112,7 @@ def smalldb_preprocessing(query: Any, metric: DXMetric, n: int, gamma: float) ->
     """The global optimum of problem (8) by the envelope's breakpoints (module docstring)."""
     q = check_workload(query, metric, OWNER)
     gamma = check_real(gamma, "gamma", OWNER, low=0.0, low_open=True)
-    n = check_int(n, "n", OWNER, low=1)
+    n = check_int(n, "n", OWNER, low=1, high=MAX_RECORDS)
     d = metric.matrix
     i, j = np.triu_indices(metric.size, 1)
     gaps = np.abs(q[:, i] - q[:, j]).max(axis=0)  # per pair, the query that differs most
