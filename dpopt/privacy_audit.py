@@ -201,11 +201,12 @@ def audit_sampler(
     confidence = check_real(confidence, "confidence", OWNER, low=0.5, high=1.0, high_open=True)
     seed = check_int(seed, "seed", OWNER, low=0)
     alpha = (1 - confidence) / len(pairs)
+    _check_audit_memory(sampler, pairs[0][0], draws, seed)
     streams = np.random.default_rng(seed).spawn(4 * len(pairs))
     results = []
     for k, (x, y) in enumerate(pairs):
-        first_a, first_b = (np.asarray(sampler(v, draws, streams[4 * k + i])) for i, v in enumerate((x, y)))
-        second_a, second_b = (np.asarray(sampler(v, draws, streams[4 * k + 2 + i])) for i, v in enumerate((x, y)))
+        first_a, first_b = (_draw(sampler, v, draws, streams[4 * k + i]) for i, v in enumerate((x, y)))
+        second_a, second_b = (_draw(sampler, v, draws, streams[4 * k + 2 + i]) for i, v in enumerate((x, y)))
         tuples = first_a.ndim > 1 and _few_distinct(first_a, first_b)
         if tuples:  # a release of several discrete values (a multi-level chain): one label per distinct tuple
             first_a, first_b, second_a, second_b = _tuple_labels([first_a, first_b, second_a, second_b])
@@ -223,6 +224,26 @@ def audit_sampler(
         results.append(PairAudit(inputs, name_k, (hits, other), draws, _bound(hits, other, draws, delta, alpha), epsilons[k]))
     worst = max(r.epsilon_lower_bound for r in results)
     return AuditReport(worst, max(epsilons), float(delta), float(confidence), tuple(results), name)
+
+
+def _draw(sampler: Sampler, value: Any, draws: int, stream: np.random.Generator) -> np.ndarray:
+    """``draws`` releases from one stream, in batches a sampler takes (at most
+    :data:`dpopt.limits.MAX_RELEASES` a call: until 2026-11-29 ``--samples`` above it, which
+    :data:`AUDIT_LIMITS` allows, ended after the solve in the sampler's refusal of its 'count')."""
+    from dpopt.limits import MAX_RELEASES
+
+    batches = [np.asarray(sampler(value, min(MAX_RELEASES, draws - done), stream)) for done in range(0, draws, MAX_RELEASES)]
+    return batches[0] if len(batches) == 1 else np.concatenate(batches)
+
+
+def _check_audit_memory(sampler: Sampler, value: Any, draws: int, seed: int) -> None:
+    """Refuse ``draws`` before the audit if its releases would not fit in memory: one release (from a
+    stream of its own) gives their width; four sets of ``draws`` are held at once, with the
+    events' masks and labels beside them (d_X answers are K numbers each)."""
+    from dpopt.limits import check_memory
+
+    width = max(1, np.asarray(sampler(value, 1, np.random.default_rng([seed, 2**32]))).size)
+    check_memory(4.0 * draws * width * 8 * 3, "draws", OWNER, draws, what="the audit's releases")
 
 
 # -- auditing a solved mechanism -------------------------------------------------------------

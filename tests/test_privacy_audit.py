@@ -156,3 +156,35 @@ def test_metric_privacy_is_audited_pair_by_pair(seed):
     broken = dataclasses.replace(solution, sampler=lambda row, n, rng: neighbours_only.sample(row, n, rng=rng))
     caught = {tuple(sorted(p.inputs)): p for p in dpopt.audit(broken, draws=20_000, seed=seed, random_pairs=3).pairs}
     assert not caught[0, 1].passed and caught[0, 1].epsilon_lower_bound > 0.3
+
+
+def test_more_draws_than_one_sampler_call_takes_are_drawn_in_batches():
+    """AUDIT_LIMITS allows 10**7 draws but a sampler takes at most MAX_RELEASES a call: until
+    2026-11-29 ``dpopt audit --samples 2000000`` ended, after the solve, in the sampler's
+    refusal of its 'count'."""
+    from dpopt.limits import MAX_RELEASES
+
+    calls = []
+
+    def randomized_response(x, n, rng):  # epsilon = 1
+        assert n <= MAX_RELEASES
+        calls.append(n)
+        return np.where(rng.random(n) < math.e / (1 + math.e), x, 1 - x)
+
+    draws = MAX_RELEASES + MAX_RELEASES // 2
+    report = audit_sampler(randomized_response, [(0, 1)], 1.0, draws=draws, seed=3)
+    assert report.pairs[0].draws == draws and sum(calls) == 4 * draws + 1  # four sets, and one release to size them
+    assert report.passed and report.epsilon_lower_bound > 0.98  # 1.5 million draws see nearly all of epsilon
+
+
+def test_an_audit_too_large_for_memory_is_refused_before_drawing(monkeypatch):
+    monkeypatch.setenv("DPOPT_MEMORY_LIMIT", str(100 * 2**20))
+    calls = []
+
+    def wide(x, n, rng):
+        calls.append(n)
+        return np.zeros((n, 1000)) + x
+
+    with pytest.raises(InvalidParameterError, match="'draws'.*memory limit"):
+        audit_sampler(wide, [(0, 1)], 1.0, draws=100_000)
+    assert calls == [1]
