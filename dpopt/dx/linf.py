@@ -98,7 +98,9 @@ class LinfScales:
 
 
 def _first_order_bound(sigma: np.ndarray, value: float, gradient: np.ndarray, a: np.ndarray, d: np.ndarray) -> float:
-    """``g(s*) + min_{s >= 0, a s <= d} grad . (s - s*)``: a lower bound on min g over those rows.
+    """``g(s*) + min_{s >= 0, a s <= d} grad . (s - s*)``: a lower bound on min g over those rows
+    (g is convex), with the inner minimum bounded from below by the LP's dual and less the rounding
+    of the sum, so that it holds whatever the solver's tolerances.
 
     Each variable is measured in units of the largest value its rows allow it alone
     (``min_r d_r / a_rk``), then each row is scaled to a largest coefficient of 1 (the same
@@ -112,10 +114,19 @@ def _first_order_bound(sigma: np.ndarray, value: float, gradient: np.ndarray, a:
     scaled = a * reach[None, :]
     scale = np.abs(scaled).max(axis=1)
     scale = np.where(scale > 0, scale, 1.0)
-    result = optimize.linprog(gradient * reach, A_ub=scaled / scale[:, None], b_ub=d / scale, bounds=(0, None), method="highs")
+    cost, rows, rhs = gradient * reach, scaled / scale[:, None], d / scale
+    result = optimize.linprog(cost, A_ub=rows, b_ub=rhs, bounds=(0, None), method="highs")
     if result.status != 0:
         raise SolverError("HIGHS", result.message, "(exact_linf first-order bound)")
-    return float(value + result.fun - gradient @ sigma)
+    # Weak duality, not HiGHS's objective (its reduced costs are optimal only to a tolerance, and
+    # the bound came out 3 ulps above another route's feasible value; the explore profile, 2026-11-29):
+    # for any y >= 0 and t in the box [0, 1] that every feasible t lies in (a >= 0 and each
+    # column's own row allows at most its reach), cost . t >= -y . rhs + sum min(0, cost + rows^T y).
+    y = np.maximum(-result.ineqlin.marginals, 0.0)
+    reduced = cost + rows.T @ y
+    terms = np.array([value, -(y @ rhs), np.minimum(reduced, 0.0).sum(), -(gradient @ sigma)])
+    rounding = 8 * np.finfo(float).eps * (np.abs(terms).sum() + np.abs(y) @ np.abs(rhs) + np.abs(reduced).sum())
+    return float(terms.sum() - rounding)
 
 
 def exact_linf_scales(query: Any, metric: DXMetric, *, reduce: bool = True) -> LinfScales:

@@ -5,7 +5,7 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import dpopt
@@ -61,6 +61,7 @@ def _problem(seed: int, queries: int, size: int) -> DXLinearQuery:
 
 @settings(max_examples=examples(12), deadline=None)
 @given(seed=st.integers(0, 10_000), queries=st.integers(2, 5), size=st.integers(3, 8))
+@example(seed=445, queries=2, size=3)  # the bound was HiGHS's objective, 3 ulps above strategy1's value (explore, 2026-11-29)
 def test_exact_linf_is_private_and_never_worse_than_any_c_q_equals_q_route(seed, queries, size):
     """Certified on all pairs; its E||Y||_inf <= every other route's (all have c Q' = Q); and its lower
     bound is below every feasible value seen, including each other route's."""
