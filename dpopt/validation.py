@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from fractions import Fraction
 from numbers import Integral, Real
 from typing import Any, Iterable, Sequence
@@ -128,11 +129,17 @@ def check_real(
 
 def check_exact_real(value: Any, parameter: str, owner: str) -> int | Fraction | float:
     """``value`` validated as :func:`check_real` does (a finite number in a double's range) and
-    returned exactly: an integer as an int, a Fraction as itself, anything else as a float.
+    returned exactly: an integer as an int, a Fraction as itself, a Decimal as the Fraction it
+    is, anything else as a float.
 
     For true values released on a grid, whose cell is computed in rational arithmetic: as a
     double, 2**60 + 128 and 2**60 + 129 (neighbours for sensitivity 1) are 256 apart.
     """
+    if isinstance(value, Decimal):  # exact like a Fraction (refused as "not a float" until 2026-11-29)
+        # bounded before Fraction(value), which would form 10**(10**8) for Decimal("1e-100000000")
+        if not value.is_finite() or (value != 0 and (value.as_tuple().exponent < -1100 or value.adjusted() > 308)):  # type: ignore[operator]
+            raise fail(parameter, owner, "a finite number in a double's range with at most 1,100 decimal places", value)
+        value = Fraction(value)
     number = check_real(value, parameter, owner)
     if isinstance(value, (Integral, np.integer)):
         return int(value)

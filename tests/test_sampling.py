@@ -91,3 +91,14 @@ def test_secure_must_be_a_bool(table1, secure):
     """None, [] and 0 drew from a seeded numpy source as if secure=False until 2026-11-29."""
     with pytest.raises(InvalidParameterError, match="'secure'"):
         table1.sample(1, 2, secure=secure)
+
+
+def test_a_decimal_true_value_releases_as_its_fraction():
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from dpopt.problem_files import load_problem
+    from tests.conftest import PROBLEMS
+
+    solution = dpopt.solve(load_problem(PROBLEMS / "calibration_discrete_gaussian.toml"))
+    assert solution.sample(Decimal("0.05"), 200, rng=4).tolist() == solution.sample(Fraction(1, 20), 200, rng=4).tolist()

@@ -81,3 +81,21 @@ def test_check_exact_real_keeps_ints_and_fractions_exact():
     for bad in (True, math.nan, 10**400, "1"):
         with pytest.raises(InvalidParameterError):
             check_exact_real(bad, "x", "owner")
+
+
+def test_a_decimal_is_an_exact_real_and_is_bounded_before_it_is_converted():
+    """A Decimal true value was refused as "not a float" until 2026-11-29; it is now the Fraction it
+    is, refused in one line where Fraction(value) would build 10**(10**8)."""
+    import time
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from dpopt.validation import check_exact_real
+
+    assert check_exact_real(Decimal("0.05"), "true_value", "x") == Fraction(1, 20)
+    assert check_exact_real(Decimal("-3"), "true_value", "x") == -3
+    for bad in ("NaN", "-Infinity", "1e-1101", "1e-100000000", "1e100000000"):
+        start = time.perf_counter()
+        with pytest.raises(InvalidParameterError, match="'true_value'"):
+            check_exact_real(Decimal(bad), "true_value", "x")
+        assert time.perf_counter() - start < 1.0
