@@ -41,7 +41,7 @@ from dpopt.registry import compare_outcomes, compare_plan, float_only, solve
 from dpopt.solution import DATA_KINDS
 from dpopt.problems.calibration import ROUNDED_MECHANISMS
 from dpopt.limits import MAX_RELEASES, MAX_TIMEOUT, check_memory
-from dpopt.validation import DPOptError, InvalidParameterError, SolverError, check_int, check_real
+from dpopt.validation import MAX_DECIMAL_PLACES, DPOptError, InvalidParameterError, SolverError, check_int, check_real
 
 __all__ = ["main"]
 
@@ -136,9 +136,6 @@ def _finite_float(text: str) -> float:
 #: Largest magnitude of ``--true-value``: about a double's range (an integer beyond it would print
 #: hundreds of digits in every release, and no real-valued mechanism takes it).
 MAX_TRUE_VALUE = 2**1023
-#: Most decimal places ``--true-value`` may have (a double's smallest subnormal has 1,074): each is
-#: a factor of 10 in the exact fraction's denominator, and 1e-100000000 took minutes to read.
-MAX_TRUE_VALUE_PLACES = 1100
 
 
 def _exact_number(text: str) -> int | Fraction:
@@ -158,8 +155,8 @@ def _exact_number(text: str) -> int | Fraction:
         raise argparse.ArgumentTypeError(f"a finite number of magnitude at most 2**1023 is required, got {text!r}")
     if value == value.to_integral_value():
         return int(value)
-    if value.as_tuple().exponent < -MAX_TRUE_VALUE_PLACES:  # type: ignore[operator]  # finite: an int
-        raise argparse.ArgumentTypeError(f"at most {MAX_TRUE_VALUE_PLACES:,} decimal places are allowed, got {text!r}")
+    if value.as_tuple().exponent < -MAX_DECIMAL_PLACES:  # type: ignore[operator]  # finite: an int
+        raise argparse.ArgumentTypeError(f"at most {MAX_DECIMAL_PLACES:,} decimal places are allowed, got {text!r}")
     return Fraction(value)
 
 

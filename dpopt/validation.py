@@ -127,6 +127,11 @@ def check_real(
     return number
 
 
+#: Most decimal places an exact decimal true value may have (a double's smallest subnormal has
+#: 1,074): each is a factor of 10 in its Fraction's denominator, and 1e-100000000 took minutes.
+MAX_DECIMAL_PLACES = 1100
+
+
 def check_exact_real(value: Any, parameter: str, owner: str) -> int | Fraction | float:
     """``value`` validated as :func:`check_real` does (a finite number in a double's range) and
     returned exactly: an integer as an int, a Fraction as itself, a Decimal as the Fraction it
@@ -137,8 +142,8 @@ def check_exact_real(value: Any, parameter: str, owner: str) -> int | Fraction |
     """
     if isinstance(value, Decimal):  # exact like a Fraction (refused as "not a float" until 2026-11-29)
         # bounded before Fraction(value), which would form 10**(10**8) for Decimal("1e-100000000")
-        if not value.is_finite() or (value != 0 and (value.as_tuple().exponent < -1100 or value.adjusted() > 308)):  # type: ignore[operator]
-            raise fail(parameter, owner, "a finite number in a double's range with at most 1,100 decimal places", value)
+        if not value.is_finite() or (value != 0 and (value.as_tuple().exponent < -MAX_DECIMAL_PLACES or value.adjusted() > 308)):  # type: ignore[operator]
+            raise fail(parameter, owner, f"a finite number in a double's range with at most {MAX_DECIMAL_PLACES:,} decimal places", value)
         value = Fraction(value)
     number = check_real(value, parameter, owner)
     if isinstance(value, (Integral, np.integer)):

@@ -93,8 +93,11 @@ def analytic_delta(sigma: Any, sensitivity: float, epsilon: float) -> np.ndarray
     s = check_array(sigma, "sigma", "analytic_delta", low=0.0, max_abs=MAX_SCALE)
     if np.any(s == 0):
         raise fail("sigma", "analytic_delta", "positive noise scales", sigma)
-    sensitivity = check_sensitivity(sensitivity, "analytic_delta")
-    epsilon = check_real(epsilon, "epsilon", "analytic_delta", low=0.0)
+    return _analytic_delta(s, check_sensitivity(sensitivity, "analytic_delta"), check_real(epsilon, "epsilon", "analytic_delta", low=0.0))
+
+
+def _analytic_delta(s: Any, sensitivity: float, epsilon: float) -> np.ndarray:
+    """:func:`analytic_delta` on inputs already checked (the root finding of :func:`analytic_sigma` calls it ~100 times)."""
     u = sensitivity / (2.0 * s)
     w = epsilon * s / sensitivity
     a, b = u - w, -u - w
@@ -130,7 +133,7 @@ def analytic_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     sensitivity, epsilon, delta = _calibration_inputs(sensitivity, epsilon, delta, "analytic_sigma")
 
     def gap(log_sigma: float) -> float:
-        return float(analytic_delta(math.exp(log_sigma), sensitivity, epsilon)) - delta
+        return float(_analytic_delta(math.exp(log_sigma), sensitivity, epsilon)) - delta
 
     low = math.log(sensitivity) - 1.0
     while gap(low) < 0:
@@ -140,7 +143,7 @@ def analytic_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
         high += 2.0
     root = math.exp(optimize.brentq(gap, low, high, xtol=1e-15, rtol=1e-15, maxiter=200))
     # the root is within solver tolerance of delta on either side: round up until delta is met
-    return round_scale_up(root, lambda sigma: float(analytic_delta(sigma, sensitivity, epsilon)) <= delta)
+    return round_scale_up(root, lambda sigma: float(_analytic_delta(sigma, sensitivity, epsilon)) <= delta)
 
 
 def lemma11_threshold(epsilon: float | None = None) -> float:

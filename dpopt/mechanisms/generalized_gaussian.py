@@ -141,9 +141,9 @@ def truncated_scale(
     order = int(_check_p(p, owner, integer=True))
     deltas = _check_vector(sensitivities, "sensitivities", owner)
     spans = _check_vector(widths, "widths", owner)
-    if np.any(deltas <= 0) or np.any(spans <= 0):
-        raise fail("sensitivities" if np.any(deltas <= 0) else "widths", owner, "positive numbers, one per statistic",
-                   list(deltas if np.any(deltas <= 0) else spans))
+    for name, vector in (("sensitivities", deltas), ("widths", spans)):
+        if np.any(vector <= 0):
+            raise fail(name, owner, "positive numbers, one per statistic", list(vector))
     if deltas.size == 0 or deltas.size != spans.size:
         raise fail("widths", owner, f"one width per sensitivity ({deltas.size})", list(widths))
     check_choice(equation, "equation", owner, ("8", "9"))

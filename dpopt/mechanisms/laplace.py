@@ -45,7 +45,12 @@ def _scales(b: Any, owner: str) -> Any:
 
 def laplace_cdf(x: Any, b: float) -> np.ndarray:
     """CDF of ``Lap(b)`` centred at 0 (x may be infinite)."""
-    z = check_array(x, "x", "laplace_cdf", allow_inf=True) / _scales(b, "laplace_cdf")
+    return _laplace_cdf(check_array(x, "x", "laplace_cdf", allow_inf=True), _scales(b, "laplace_cdf"))
+
+
+def _laplace_cdf(x: Any, b: Any) -> np.ndarray:
+    """:func:`laplace_cdf` on inputs already checked (the mechanisms' own points and scales)."""
+    z = np.asarray(x, dtype=float) / b
     return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
 
 
@@ -55,6 +60,11 @@ def laplace_ppf(u: Any, b: float) -> np.ndarray:
     b = _scales(b, "laplace_ppf")
     if np.any(v > 1.0):
         raise fail("u", "laplace_ppf", "probabilities in [0, 1]", u)
+    return _laplace_ppf(v, b)
+
+
+def _laplace_ppf(v: np.ndarray, b: Any) -> np.ndarray:
+    """:func:`laplace_ppf` on inputs already checked."""
     low = v < 0.5
     with np.errstate(divide="ignore"):  # u = 0 and 1: -inf and +inf
         return np.where(low, b * np.log(2.0 * np.where(low, v, 0.5)), -b * np.log(2.0 * (1.0 - np.where(low, 0.5, v))))
@@ -280,12 +290,12 @@ class ThresholdedLaplaceMechanism:
     def boundary_masses(self, true_value: float) -> tuple[float, float]:
         """``(Pr[release = lower], Pr[release = upper])``."""
         s = check_real(true_value, "true_value", self.owner, low=self.lower, high=self.upper)
-        return float(laplace_cdf(self.lower - s, self.scale)), float(1.0 - laplace_cdf(self.upper - s, self.scale))
+        return float(_laplace_cdf(self.lower - s, self.scale)), float(1.0 - _laplace_cdf(self.upper - s, self.scale))
 
     def cdf(self, y: Any, true_value: float) -> np.ndarray:
         s = check_real(true_value, "true_value", self.owner, low=self.lower, high=self.upper)
         v = np.asarray(y, dtype=float)
-        inner = laplace_cdf(v - s, self.scale)
+        inner = _laplace_cdf(v - s, self.scale)
         return np.where(v < self.lower, 0.0, np.where(v >= self.upper, 1.0, inner))
 
     def sample(self, true_value: float, count: int = 1, *, rng: Any = None, secure: bool = False, exact: bool = True) -> np.ndarray:
