@@ -76,7 +76,7 @@ def _atomic_write(target: Path, write: Callable[[str], None]) -> str:
         write(temp)
         os.chmod(temp, _new_file_mode(target))
     except BaseException:
-        os.unlink(temp)
+        Path(temp).unlink(missing_ok=True)  # a writer may remove its own partial file (pyarrow on a full disk)
         raise
     return temp
 
@@ -140,7 +140,8 @@ def export_solution(solution: Any, path: str | os.PathLike[str], *, dense: bool 
     try:
         _export(solution, target, dense=dense)
     except OSError as exc:  # an unwritable folder, /proc, a full disk: nothing was left behind
-        raise fail("export", "export", "a path in a folder where dpopt can write the file(s)", f"{path} ({exc.strerror or exc})") from None
+        # the cause goes in the expectation: a long path is cut short in the 'Got' part
+        raise fail("export", "export", f"a path in a folder where dpopt can write the file(s) (writing failed: {exc.strerror or exc})", path) from None
 
 
 def _export(solution: Any, target: Path, *, dense: bool) -> None:
@@ -221,7 +222,7 @@ def _commit(writes: list[tuple[Path, Callable[[str], None]]]) -> None:
                 raise OSError(f"cannot replace {dest}")
     except BaseException:
         for temp, _ in temps:
-            os.unlink(temp)
+            Path(temp).unlink(missing_ok=True)
         raise
     moved: list[Path] = []
     try:

@@ -207,6 +207,20 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _write_whole(frame: pd.DataFrame, path: Path, output: Path) -> None:
+    """Write ``frame`` to ``path`` through a temporary name, so that the file is whole or absent.
+    A failed write (a full disk) is refused naming ``output``, its temporary file removed; until
+    2026-11-29 it ended in an internal error and left the temporary file behind."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        frame.to_parquet(temporary, index=False)
+        temporary.replace(path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise fail("output", OWNER, f"a path where dpopt can write the sweep's table (writing failed: {error.strerror or error}; "
+                   "the rows written before are kept, and a rerun resumes)", str(output)) from None
+
+
 class _Writer:
     """Parquet part files, one per batch of rows or per FLUSH_SECONDS, written as rows arrive."""
 
@@ -232,9 +246,7 @@ class _Writer:
             return
         parts = _parts_dir(self.output)
         name = f"part-{time.time_ns()}.parquet"
-        temporary = parts / f".{name}.tmp"
-        _frame(self.pending, self.cells, self.varied, self.record).to_parquet(temporary, index=False)
-        temporary.replace(parts / name)  # a part is whole or absent
+        _write_whole(_frame(self.pending, self.cells, self.varied, self.record), parts / name, self.output)
         self.pending = []
 
     def gather(self) -> pd.DataFrame:
@@ -249,9 +261,7 @@ class _Writer:
             frame = frame[frame["key"].isin(order)].drop_duplicates("key", keep="last")
         frame = frame.sort_values("key", key=lambda k: k.map(order)).reset_index(drop=True)
         if self.output is not None:
-            temporary = self.output.with_name(f".{self.output.name}.tmp")
-            frame.to_parquet(temporary, index=False)
-            temporary.replace(self.output)
+            _write_whole(frame, self.output, self.output)
             for part in _parts_dir(self.output).glob("part-*.parquet"):
                 part.unlink()
             _parts_dir(self.output).rmdir()

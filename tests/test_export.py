@@ -62,6 +62,24 @@ def test_failed_write_leaves_nothing(tmp_path, solution, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_writer_that_removes_its_partial_file_still_reports_the_cause(tmp_path, solution, monkeypatch):
+    """pyarrow deletes its half-written file on a full disk; the error named the unlink that
+    followed ('No such file or directory') instead of the full disk until 2026-11-29."""
+    import errno
+    import os
+
+    import dpopt.export as export
+
+    def full_disk(frame, meta, path, **kwargs):
+        os.unlink(path)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(export, "_write_parquet", full_disk)
+    with pytest.raises(InvalidParameterError, match="No space left on device"):
+        solution.export(str(tmp_path / "m.parquet"))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_csv_export_is_all_or_nothing(tmp_path, solution):
     """The metadata beside y.csv cannot be written (a folder has its name): y.csv must not land."""
     (tmp_path / "y.csv.meta.json").mkdir()

@@ -67,6 +67,34 @@ def test_an_interrupted_sweep_resumes_with_the_missing_cells_only(smallest, tmp_
     pd.testing.assert_frame_equal(table[STABLE], fresh[STABLE])
 
 
+def test_a_full_disk_is_refused_in_one_line_and_the_rows_written_before_resume(smallest, tmp_path, monkeypatch, capsys):
+    """Until 2026-11-29 a full disk ended a sweep in an internal error (exit 1) and left a
+    temporary part file behind."""
+    import errno
+
+    output = tmp_path / "out.parquet"
+    monkeypatch.setattr(sweeps, "BATCH", 2)
+    real = pd.DataFrame.to_parquet
+    writes = []
+
+    def full_after_two_parts(self, path, *args, **kwargs):
+        writes.append(path)
+        if len(writes) > 2:
+            Path(path).write_bytes(b"PAR1")  # a partial file, as a full disk leaves
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full_after_two_parts)
+    assert main(["sweep", str(smallest), "--output", str(output), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'output'" in err and "No space left on device" in err
+    parts = tmp_path / "out.parquet.parts"
+    assert sorted(p.name.startswith("part-") for p in parts.iterdir()) == [True, True]  # no temporary file left
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", real)
+    table = run_sweep(load_sweep(smallest), output=output, progress=False)
+    pd.testing.assert_frame_equal(table[STABLE], run_sweep(load_sweep(smallest), progress=False)[STABLE])
+
+
 def test_a_failing_cell_is_a_row_with_its_error_and_the_sweep_goes_on():
     spec = {"kind": "sweep", "methods": ["lp"], "base": {"kind": "count_query", "alpha": 0.5, "loss": "absolute"},
             "grid": {"n": [3, 9_000_000]}}
