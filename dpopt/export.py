@@ -39,7 +39,24 @@ def check_export_path(path: str | os.PathLike[str]) -> Path:
         raise fail("export", "dpopt", "a path ending in " + ", ".join(EXPORT_FORMATS), str(path))
     if not target.parent.exists() or not target.parent.is_dir():
         raise fail("export", "dpopt", "a path in an existing folder", str(path))
+    if target.is_dir():
+        raise fail("export", "dpopt", "a file path (it is a folder)", str(path))
+    _check_writable(target)
     return target
+
+
+def _check_writable(target: Path) -> None:
+    """Refuse a folder where no file can be made (read-only, no permission) before the solve,
+    not after it: until 2026-11-29 that was found only when the export was written, minutes
+    later on a large problem. A full disk can still end the write itself (refused then too)."""
+    try:
+        handle, probe = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".probe")
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        raise fail("export", "dpopt", f"a path in a folder where dpopt can write (writing failed: {exc.strerror or exc})", str(target)) from None
+    if target.exists() and not os.access(target, os.W_OK):
+        raise fail("export", "dpopt", "a path dpopt may replace (the file there is read-only)", str(target))
 
 
 def _frame_dict(frame: pd.DataFrame) -> dict[str, Any]:

@@ -403,6 +403,27 @@ def test_an_export_of_a_matrix_too_large_to_build_is_refused_before_solving(caps
     assert code == 0 and len(json.loads(out)["releases"]) == 3
 
 
+def test_an_export_folder_where_nothing_can_be_written_is_refused_before_solving(capsys, tmp_path, monkeypatch):
+    """A read-only folder (simulated: the suite may run as root) was found only when the export
+    was written, after the solve, until 2026-11-29; a folder in the export's place too."""
+    import errno
+
+    import dpopt.export
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    solved = []
+    monkeypatch.setattr(cli, "solve", lambda *args, **kwargs: solved.append(args))
+    (tmp_path / "taken.csv").mkdir()
+    code, out, err = run(capsys, "solve", str(PROBLEMS / "gupte_sundararajan_table1.toml"), "--export", str(tmp_path / "taken.csv"))
+    assert code == cli.EXIT_BAD_INPUT and out == "" and "it is a folder" in err and err.count("\n") == 1
+    monkeypatch.setattr(dpopt.export.tempfile, "mkstemp", read_only)
+    code, out, err = run(capsys, "solve", str(PROBLEMS / "gupte_sundararajan_table1.toml"), "--export", str(tmp_path / "m.csv"))
+    assert code == cli.EXIT_BAD_INPUT and out == "" and "Read-only file system" in err and err.count("\n") == 1
+    assert solved == [] and sorted(p.name for p in tmp_path.iterdir()) == ["taken.csv"]
+
+
 def test_sample_hands_a_whole_true_value_to_an_integer_calibrated_mechanism(capsys, tmp_path):
     """--true-value is read as a number; the geometric calibration's sampler takes integers, so
     ``--true-value 3`` must reach it as 3 (it was refused as "3.0 is not an integer")."""
