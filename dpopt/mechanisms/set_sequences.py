@@ -32,12 +32,23 @@ The index rule above is the ball version: the first i at which r is reached.
 **Privacy.** Lemmas 1-2 give ``|I[x, r] - I[x', r]| <= 1`` for neighbours, and the proofs
 give 2 eps' (e^eps' from the index, e^eps' from the normalisers); Corollary 1 says eps'
 suffices when every dataset's sequence is a shift of one another's (linear queries).
+
+**Weights are clamped, not flushed to zero.** ``e^(-eps' I)`` underflows to 0 beyond
+``eps' I`` ~ 745 (a long path, a large epsilon), and a 0 beside a non-zero is an infinite
+loss. :func:`index_mechanism` releases r with probability proportional to
+``e^(-eps' min(I[x, r], n_x + K))``, n_x the row's least index and ``eps' K`` just below
+the underflow (:func:`clamp_level`). The proof survives: ``min(I, n_x + K)`` moves by at
+most 1 between neighbours, because I and n_x each do and ``min`` is 1-Lipschitz in both
+arguments; and at most ``|R| e^-(eps' K)``, about e^-700, of a row's mass moves. The paper
+has no floats and no clamp; without it a construction's calibration stopped where the
+first entry underflowed, far below its budget.
 :func:`calibrate` finds the largest eps' whose *measured* loss meets a target, so the
 constructions are compared with the LP optimum at the same measured privacy.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -45,6 +56,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpopt.certificates import log_ratios
+from dpopt.limits import UNDERFLOW_EXPONENT
 from dpopt.mechanisms.ladder import ladders_from_universe
 
 __all__ = [
@@ -52,6 +64,7 @@ __all__ = [
     "Calibrated",
     "calibrate",
     "index_mechanism",
+    "clamp_level",
     "measured_loss",
     "staircase_index",
     "privacy_first_index",
@@ -151,7 +164,11 @@ def ladder_index(values: np.ndarray, outputs: np.ndarray, neighbours: np.ndarray
 
 
 def index_mechanism(index: np.ndarray, eps: float, *, penalty: np.ndarray | None = None) -> np.ndarray:
-    """``p^x(r) ~ exp(-eps (I[x, r] + penalty[r]))``, rows normalised in log space.
+    """``p^x(r) ~ exp(-min(eps (I[x, r] + penalty[r] - n_x), c))``, rows normalised in log space.
+
+    ``n_x`` is row x's least weight (it cancels in the normalisation) and ``c`` is
+    :func:`clamp_level`: weights beyond it are clamped, which keeps the 2 eps' proof (see
+    the module docstring) and moves at most ``e^-c`` of a row's mass.
 
     Raises ValueError for a dataset with no reachable output (its row would be 0 / 0): the
     methods' ``applies`` rules keep such problems away, so this is a bug, never a NaN row.
@@ -169,8 +186,15 @@ def index_mechanism(index: np.ndarray, eps: float, *, penalty: np.ndarray | None
     # (Theorem 5 with E empty) times a calibrated eps of 3e7 put both logits at -3e7, whose
     # ulps (4e-9) left the rows summing to 1 + 1.8e-9 (uncertified) until 2026-11-29
     weight -= np.where(unreachable, np.inf, weight).min(axis=1, keepdims=True)
-    logits = np.where(unreachable, -np.inf, -eps * weight)
+    # Clamped so that every reachable entry stays a normal double (see the module docstring)
+    logits = np.where(unreachable, -np.inf, -np.minimum(eps * weight, clamp_level(index.shape[1])))
     return np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
+
+
+def clamp_level(outputs: int) -> float:
+    """The largest ``eps' I`` a weight keeps: ``UNDERFLOW_EXPONENT - ln |R|``, so that every
+    reachable entry, at least ``e^-level / |R|``, is a normal double."""
+    return UNDERFLOW_EXPONENT - math.log(max(outputs, 1))
 
 
 def measured_loss(mechanism: np.ndarray, pairs: np.ndarray) -> float:
@@ -193,10 +217,14 @@ def calibrate(build: Callable[[float], np.ndarray], pairs: np.ndarray, target: f
 
     The measured loss is continuous in eps', 0 at 0 and at most 2 eps' (Lemmas 1-2), so the
     largest feasible eps' lies in [target / 2, ...): it is bracketed by doubling and found by
-    bisection; the certificate is measured on the mechanism returned. In floats the bound
-    fails where ``e^(-eps' I)`` underflows to 0 (eps' I > ~745: a target of 500 on a universe
-    of diameter 5 measured an infinite loss at eps' = 250); then the bisection runs below
-    target / 2, down to eps' = 0 (every reachable output alike, loss 0).
+    bisection; the certificate is measured on the mechanism returned. Since
+    :func:`index_mechanism` clamps its weights, no entry underflows and the bound holds in
+    floats too. (Before 2026-11-29 ``e^(-eps' I)`` underflowed to 0 where eps' I > ~745, an
+    infinite measured loss, and the bisection stopped below it: on a path of 500 datasets at
+    epsilon = 5 the exponential mechanism was calibrated to eps' = 1.49 and a measured loss
+    of 1.65, an objective of 0.47 where its budget allows 0.0135.) If the bound still failed,
+    the bisection would run below target / 2, down to eps' = 0 (every reachable output alike,
+    loss 0).
     """
     if proof:
         mechanism = build(target / 2)
