@@ -31,7 +31,7 @@ import math
 import secrets
 import sys
 from bisect import bisect_right
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -338,8 +338,11 @@ def _below_after_tie(remainder: int, denominator: int, source: Any) -> bool:
 
 #: Weights of :func:`exact_choice_logits` within this many powers of two of the largest
 #: are drawn in one step; the rest (total mass below ``K 2**-DEPTH`` of it) only after an
-#: exact coin says the draw falls among them, which keeps every integer near DEPTH bits.
+#: exact coin says the draw falls among them (:func:`_unlikely_coin`), which keeps every
+#: integer near DEPTH bits on all but a 2**-(DEPTH - 64) share of the draws.
 LOG_WEIGHT_DEPTH = 960
+#: Widest spread of logits :func:`dyadic_exp` takes, in bits: its exponents are int64.
+MAX_LOGIT_SPREAD_BITS = 2.0**62
 
 
 def exact_choice_logits(logits: Any, count: int, source: Any) -> np.ndarray:
@@ -368,6 +371,8 @@ def dyadic_exp(logits: Any) -> tuple[np.ndarray, np.ndarray]:
     if values.size == 0 or not np.isfinite(values).all():
         raise fail("logits", "exact sampling", "finite numbers, at least one", values[:5])
     b = (values - values.max()) / np.log(2.0)
+    if not np.isfinite(b).all() or b.min() < -MAX_LOGIT_SPREAD_BITS:
+        raise fail("logits", "exact sampling", f"numbers at most {MAX_LOGIT_SPREAD_BITS:.3g} bits (powers of two) apart", values[:5])
     exponent = np.floor(b)
     mantissa = np.rint(np.ldexp(np.exp2(b - exponent), 52)).astype(np.int64)
     return mantissa, exponent.astype(np.int64)
@@ -384,14 +389,47 @@ def _draw_by_depth(index: np.ndarray, mantissa: np.ndarray, exponent: np.ndarray
         out[:] = index[ExactDiscrete.from_integers(head_weights).sample(count, source)]
         return out
     tail = ~head
-    bottom = int(exponent[tail].min())
-    tail_mass = sum(int(m) << int(e - bottom) for m, e in zip(mantissa[tail], exponent[tail]))  # units 2**bottom
-    head_mass = sum(head_weights) << (low - bottom)
-    in_tail = exact_bernoulli_fraction(tail_mass, head_mass + tail_mass, count, source)
+    # P(tail) < 2**-zeros: the tail's weights are below 2**(its top exponent + 53) each, the
+    # head's largest is at least 2**(top exponent + 52); whole words only
+    zeros = int(exponent.max()) - int(exponent[tail].max()) - 1 - int(tail.sum()).bit_length()
+    in_tail = _unlikely_coin(lambda: _tail_fraction(mantissa, exponent, head, low, head_weights), zeros // _WORD * _WORD, count, source)
     if (~in_tail).any():
         out[~in_tail] = index[head][ExactDiscrete.from_integers(head_weights).sample(int((~in_tail).sum()), source)]
     if in_tail.any():
         out[in_tail] = _draw_by_depth(index[tail], mantissa[tail], exponent[tail], int(in_tail.sum()), source)
+    return out
+
+
+def _tail_fraction(mantissa: np.ndarray, exponent: np.ndarray, head: np.ndarray, low: int, head_weights: list[int]) -> tuple[int, int]:
+    """The tail's exact share of the mass as ``(numerator, denominator)``: integers as long as
+    the weights' spread in bits, so built only when a draw needs them."""
+    tail = ~head
+    bottom = int(exponent[tail].min())
+    tail_mass = sum(int(m) << int(e - bottom) for m, e in zip(mantissa[tail], exponent[tail]))  # units 2**bottom
+    return tail_mass, (sum(head_weights) << (low - bottom)) + tail_mass
+
+
+def _unlikely_coin(fraction: Callable[[], tuple[int, int]], zeros: int, size: int, source: Any) -> np.ndarray:
+    """``size`` Bernoulli(p) draws, exactly, for a p known to be below ``2**-zeros`` (a multiple of 64).
+
+    U < p needs U's first ``zeros`` bits to be 0, so a draw whose first words are not all zero
+    is decided without p; only the others (probability ``2**-zeros``) compare the rest of U with
+    ``2**zeros p`` (:func:`exact_bernoulli_fraction`), whose integers are built then. Until
+    2026-11-29 p itself was built for every draw: SmallDB on a trillion records (logits
+    1e11 apart) needed integers of 1e11 bits and ended in a MemoryError. Unless a first word
+    is 0, the draws read the same words as ``exact_bernoulli_fraction`` would.
+    """
+    out = np.zeros(size, dtype=bool)
+    if zeros < _WORD:
+        numerator, denominator = fraction()
+        return exact_bernoulli_fraction(numerator, denominator, size, source)
+    undecided = np.arange(size)
+    for _ in range(zeros // _WORD):
+        undecided = undecided[random_words(source, undecided.size) == 0]
+        if not undecided.size:
+            return out
+    numerator, denominator = fraction()
+    out[undecided] = exact_bernoulli_fraction(numerator << zeros, denominator, undecided.size, source)
     return out
 
 

@@ -223,6 +223,67 @@ def test_exact_bernoulli_fraction_decides_ties_by_the_exact_expansion(a, b, late
     assert (drawn and low + Fraction(1, 2 ** (64 * len(consumed))) <= p) or (not drawn and low >= p)
 
 
+@settings(max_examples=examples(80), deadline=None)
+@given(st.integers(1, 2**300), st.integers(0, 2**300), st.sampled_from([64, 128]),
+       st.lists(st.one_of(st.just(0), st.integers(0, 2**64 - 1)), max_size=6))
+def test_an_unlikely_coin_reads_p_only_after_leading_zero_words_and_stays_exact(d, n, zeros, words_):
+    """p < 2**-zeros: a draw is decided by U's first words unless they are all 0, and then by
+    U's further words against p, in exact arithmetic: True only if the whole interval U lies in
+    after the words consumed is below p, False only if all of it is at least p."""
+    denominator = d
+    numerator = n % max(denominator >> zeros, 1) if denominator >> zeros else 0
+    stream = iter(words_)
+    consumed: list[int] = []
+    built = []
+
+    def words(source, size):
+        consumed.extend(next(stream, 0) for _ in range(size))
+        return np.array(consumed[-size:], dtype=np.uint64)
+
+    def fraction():
+        built.append(True)
+        return numerator, denominator
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(es, "random_words", words)
+        drawn = bool(es._unlikely_coin(fraction, zeros, 1, None)[0])
+    low = sum(Fraction(w, 2 ** (64 * (i + 1))) for i, w in enumerate(consumed))
+    p = Fraction(numerator, denominator)
+    assert (drawn and low + Fraction(1, 2 ** (64 * len(consumed))) <= p) or (not drawn and low >= p)
+    assert bool(built) == (consumed[: zeros // 64] == [0] * (zeros // 64))  # p built only after leading zeros
+
+
+def test_smalldb_on_a_trillion_records_releases_in_little_memory():
+    """Logits 1e11 apart: until 2026-11-29 the tail's exact mass was built for every draw, an
+    integer of 1e11 bits (a MemoryError); every release is one of the best candidates, which
+    hold all but e^-1e9 of the mass."""
+    import dataclasses
+    import tracemalloc
+
+    from dpopt.dx.smalldb import SmallDB
+    from dpopt.problem_files import load_problem
+    from tests.conftest import PROBLEMS
+
+    base = load_problem(PROBLEMS / "dx_smalldb.toml")
+    scale = 25_000_000_000
+    problem = dataclasses.replace(base, n=40 * scale, histogram=[scale * v for v in base.histogram])
+    solution = dpopt.solve(problem, "smalldb_preprocessing")
+    db = SmallDB(solution.details["transformed"], solution.details["scale"], problem.metric, problem.synthetic_size)
+    candidates, logits = db.logits(problem.histogram)
+    best = logits == logits.max()
+    assert logits.max() - logits[~best].max() > 1e9  # the rest hold at most e^-1e9 of the mass
+    tracemalloc.start()
+    try:
+        releases = np.asarray(solution.sample(None, 20, rng=1))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20
+    answers = db.answers(candidates[best], problem.n)  # a release is a synthetic database's answers
+    assert releases.shape == (20, answers.shape[1])
+    assert all((answers == row).all(axis=1).any() for row in releases)
+
+
 def test_exact_bernoulli_fraction_frequencies_and_extremes():
     rng = np.random.default_rng(4)
     assert abs(es.exact_bernoulli_fraction(1, 3, 200_000, rng).mean() - 1 / 3) < 0.005
