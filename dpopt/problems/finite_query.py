@@ -198,7 +198,9 @@ class FiniteQuery:
 
     def objective_of(self, mechanism: np.ndarray) -> float:
         """The objective evaluated on any m x |R| mechanism."""
-        expected = np.einsum("xr,xr->x", self.loss_matrix, np.asarray(mechanism, dtype=float))
+        # C order whatever the caller's layout: einsum sums in layout order, and a matrix read back
+        # from a file (column-major) gave an objective 1 ulp away from the solve's until 2026-11-29
+        expected = np.einsum("xr,xr->x", self.loss_matrix, np.ascontiguousarray(mechanism, dtype=float))
         if self.objective == "minimax":
             return float(expected[list(self.side_information)].max())
         return float(self.weights @ expected)
