@@ -23,7 +23,7 @@ from dpopt.problems.statistical_query import StatisticalQuery
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
 from dpopt.validation import check_real, fail, read_text_file
 
-__all__ = ["ProblemFile", "load_problem", "read_problem_file", "problem_from_dict", "PROBLEM_KINDS"]
+__all__ = ["ProblemFile", "load_problem", "read_problem_file", "problem_from_dict", "resolve_csv_paths", "PROBLEM_KINDS"]
 
 METADATA_KEYS = ("title", "source", "expected_objective")
 
@@ -110,12 +110,19 @@ def read_problem_file(path: str | Path) -> ProblemFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:  # its message gives line and column, not content
         raise fail("PROBLEM", "dpopt", "valid TOML", f"{path}: {exc}") from None
-    for table in ("metric", "universe"):  # a CSV path is relative to the problem file
+    problem = problem_from_dict(resolve_csv_paths(data, file.parent), origin=file.name)
+    return ProblemFile(problem=problem, path=file, metadata={k: data[k] for k in METADATA_KEYS if k in data})
+
+
+def resolve_csv_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``data`` with the CSV paths of its ``metric`` and ``universe`` tables made absolute,
+    read relative to ``folder`` (the file that names them); absolute paths stay as they are.
+    The tables are replaced, not edited, so a dict shared with others is left alone."""
+    for table in ("metric", "universe"):
         spec = data.get(table)
         if isinstance(spec, dict) and spec.get("type") == "csv" and isinstance(spec.get("path"), str):
-            spec["path"] = str((file.parent / spec["path"]).resolve())
-    problem = problem_from_dict(data, origin=file.name)
-    return ProblemFile(problem=problem, path=file, metadata={k: data[k] for k in METADATA_KEYS if k in data})
+            data[table] = {**spec, "path": str((folder / spec["path"]).resolve())}
+    return data
 
 
 def load_problem(path: str | Path) -> Any:

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
-from dpopt.problem_files import check_metadata, problem_from_dict, read_problem_file
+from dpopt.problem_files import check_metadata, problem_from_dict, read_problem_file, resolve_csv_paths
 from dpopt.validation import InvalidParameterError, check_int, fail, read_text_file
 
 __all__ = ["GENERATORS", "MAX_CELLS", "OWNER", "RESULT_COLUMNS", "Cell", "Sweep", "load_sweep", "sweep_from_dict"]
@@ -136,6 +136,8 @@ def sweep_from_dict(data: dict[str, Any], *, origin: str = "sweep file", base_di
     cells = []
     for index, parameters in enumerate(combos):
         problem = _with_random_fields(base, parameters, random_fields)
+        if base_dir is not None:  # CSV paths in the sweep file are relative to it, as in a problem file
+            problem = resolve_csv_paths(problem, base_dir)
         built = _build(problem, index, parameters)
         names = methods if methods else [m.name for m in _applicable(built)]
         for method in names:
@@ -259,7 +261,8 @@ def _combinations(grid: dict[str, list[Any]], zipped: dict[str, list[Any]]) -> l
 def _problem_dict(path: Path) -> dict[str, Any]:
     text = read_text_file(path, "base", OWNER, max_bytes=MAX_PROBLEM_FILE_BYTES, what="a TOML problem file")
     read_problem_file(path)  # validated as a problem file on its own first
-    return {k: v for k, v in tomllib.loads(text).items() if k not in ("title", "source", "expected_objective")}
+    data = {k: v for k, v in tomllib.loads(text).items() if k not in ("title", "source", "expected_objective")}
+    return resolve_csv_paths(data, path.parent)  # relative to the base file, as when it is solved alone
 
 
 def _build(problem: dict[str, Any], index: int, parameters: dict[str, Any]) -> Any:

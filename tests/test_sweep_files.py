@@ -41,3 +41,25 @@ def test_bad_random_specifications_are_refused_naming_the_field(change, field):
             "base": {"kind": "dx_linear_query", "n": 20, "query": [0.1, 0.2, 0.3], "metric": {"type": "uniform", "epsilon": 0.5}}} | change
     with pytest.raises(InvalidParameterError, match=field.replace(".", r"\.")):
         sweep_from_dict(spec)
+
+
+def test_csv_paths_are_read_relative_to_the_file_that_names_them(tmp_path, monkeypatch):
+    """A base problem file's CSV universe is relative to that file (as ``dpopt solve`` reads it),
+    and a CSV named in the sweep file relative to the sweep file; until 2026-11-29 both were
+    read relative to the working directory, so the sweep of a file that solves alone was refused."""
+    from dpopt.sweep_files import load_sweep
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "u.csv").write_text("value,neighbours\n0,1\n1,0 2\n2,1\n")
+    (tmp_path / "sub" / "fq.toml").write_text('kind = "finite_query"\nepsilon = 1.0\n[universe]\ntype = "csv"\npath = "u.csv"\n')
+    (tmp_path / "by_file.toml").write_text('kind = "sweep"\nmethods = ["lp"]\nbase = "sub/fq.toml"\n[grid]\nepsilon = [0.5, 1.0]\n')
+    (tmp_path / "inline.toml").write_text('kind = "sweep"\nmethods = ["lp"]\n[base]\nkind = "finite_query"\nepsilon = 1.0\n'
+                                          'universe = { type = "csv", path = "sub/u.csv" }\n[grid]\nepsilon = [0.5, 1.0]\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for name in ("by_file.toml", "inline.toml"):
+        sweep = load_sweep(tmp_path / name)
+        assert [cell.problem["universe"]["path"] for cell in sweep.cells] == [str((tmp_path / "sub" / "u.csv").resolve())] * 2
+        table = sweeps.run_sweep(sweep, progress=False)
+        assert (table["error"] == "").all() and table["certificate_ok"].all()
