@@ -78,8 +78,19 @@ class Sweep:
 
 
 def _cell_key(problem: dict[str, Any], method: str) -> str:
-    text = json.dumps({"problem": problem, "method": method}, sort_keys=True, default=str)
+    """The cell's identity in an output table: its problem, its method, and the bytes of any CSV
+    file the problem reads (until 2026-11-29 an edited CSV universe resumed the old rows)."""
+    files = {table: _file_digest(spec["path"]) for table, spec in problem.items()
+             if isinstance(spec, dict) and spec.get("type") == "csv" and isinstance(spec.get("path"), str)}
+    text = json.dumps({"problem": problem, "method": method, **({"files": files} if files else {})}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _file_digest(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:  # the cell's own build reports the file
+        return "unreadable"
 
 
 def _values(table: Any, name: str) -> dict[str, list[Any]]:

@@ -63,3 +63,16 @@ def test_csv_paths_are_read_relative_to_the_file_that_names_them(tmp_path, monke
         assert [cell.problem["universe"]["path"] for cell in sweep.cells] == [str((tmp_path / "sub" / "u.csv").resolve())] * 2
         table = sweeps.run_sweep(sweep, progress=False)
         assert (table["error"] == "").all() and table["certificate_ok"].all()
+
+
+def test_an_edited_csv_universe_is_solved_again_not_resumed(tmp_path):
+    from dpopt.sweep_files import load_sweep
+
+    (tmp_path / "u.csv").write_text("value,neighbours\n0,1\n1,0 2\n2,1\n")
+    (tmp_path / "s.toml").write_text('kind = "sweep"\nmethods = ["lp"]\n[base]\nkind = "finite_query"\nepsilon = 1.0\n'
+                                     'universe = { type = "csv", path = "u.csv" }\n[grid]\nepsilon = [0.5, 1.0]\n')
+    output = tmp_path / "out.parquet"
+    first = sweeps.run_sweep(load_sweep(tmp_path / "s.toml"), output=output, progress=False)
+    (tmp_path / "u.csv").write_text("value,neighbours\n0,1\n10,0 2\n20,1\n")  # values ten times apart
+    second = sweeps.run_sweep(load_sweep(tmp_path / "s.toml"), output=output, progress=False)
+    assert len(second) == 2 and (second["objective"] > 5 * first["objective"]).all()
