@@ -105,7 +105,7 @@ class Universe:
         """Hop distances in the neighbour graph (inf between its components). For a universe
         given by edges that is d̄ itself; a metric's d̄ can be far shorter (a pair at distance
         1.5 may be many hops apart, or in different components)."""
-        by_edges = "neighbours" in self.spec or self.spec.get("type") in ("csv", "graph_atlas")
+        by_edges = "neighbours" in self.spec or self.spec.get("type") == "graph_atlas"
         return self.distances if by_edges else hop_distances(self.size, self.neighbours)
 
     @functools.cached_property
@@ -156,8 +156,10 @@ class Universe:
             edges = [(i, int(j)) for i, cell in enumerate(table["neighbours"]) for j in cell.split()]
         except (KeyError, ValueError, pd.errors.ParserError):  # messages may quote the file: not echoed
             raise fail("universe.path", OWNER, "a CSV file with columns value, neighbours (space-separated indices)", str(path)) from None
-        universe = cls.from_edges(values, edges, source=f"csv:{path}")
-        return cls(universe.values, universe.distances, source=universe.source, spec={"type": "csv", "path": str(path)})
+        # its spec is the explicit universe the file holds, not the path: an export then carries
+        # the data it was solved on (until 2026-11-29 it named the file, and a file edited since
+        # was read back as the universe of an "optimal" mechanism that was not optimal for it)
+        return cls.from_edges(values, edges, source=f"csv:{path}")
 
 
 def _check_universe_size(m: int) -> int:

@@ -362,3 +362,20 @@ def test_an_edited_file_is_never_read_back_as_optimal(tmp_path, problem):
     back = read_solution(path, recertify=True)
     assert back.certificate.ok and back.objective > solution.objective
     assert not back.exact and back.status == "recertified"
+
+
+def test_an_export_of_a_csv_universe_carries_the_universe_it_was_solved_on(tmp_path):
+    """Until 2026-11-29 the export named the CSV file: after the file was edited (a value 1 -> 3)
+    the mechanism read back as "optimal" at 1.86 for a universe whose optimum is 0.85."""
+    from dpopt.problem_files import load_problem
+
+    (tmp_path / "u.csv").write_text("value,neighbours\n0,1\n1,0 2\n2,1 3\n3,2\n")
+    (tmp_path / "fq.toml").write_text('kind = "finite_query"\nepsilon = 1.0\n[universe]\ntype = "csv"\npath = "u.csv"\n')
+    solution = dpopt.solve(load_problem(tmp_path / "fq.toml"), "lp")
+    solution.export(str(tmp_path / "m.json"))
+    (tmp_path / "u.csv").write_text("value,neighbours\n0,1\n3,0 2\n2,1 3\n3,2\n")
+    back = read_solution(str(tmp_path / "m.json"))
+    assert back.problem.universe.values.tolist() == [0, 1, 2, 3]
+    assert back.exact and back.objective == solution.objective
+    (tmp_path / "u.csv").unlink()  # the export stands on its own
+    assert read_solution(str(tmp_path / "m.json")).objective == solution.objective
