@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import dpopt
@@ -147,6 +147,7 @@ def test_both_absolute_forms_certify_the_same_optimum_from_a_coarse_start(side, 
 
 @settings(max_examples=examples(30), deadline=None)
 @given(st.integers(2, 25).flatmap(lambda n: st.tuples(st.just(n), st.floats(0.05, 0.97), st.sampled_from(NAMED), side_information(n))))
+@example(case=(17, 0.05078125, "absolute", [0, 1]))
 def test_a_folded_master_certifies_the_gs_lp_optimum_on_a_symmetric_s(case):
     """S closed under i <-> n - i: the loop holds its master folded onto mirror-symmetric remaps."""
     n, alpha, loss, s = case
@@ -155,9 +156,14 @@ def test_a_folded_master_certifies_the_gs_lp_optimum_on_a_symmetric_s(case):
     folded = solve_by_column_generation(problem, flow=False, closed_forms=False)
     unfolded = solve_by_column_generation(problem, flow=False, closed_forms=False, fold=False)
     lp = dpopt.solve(problem, "lp")
+    # the LP's certified interval: HiGHS may stop above the optimum within its tolerance (the
+    # explore profile found n = 17, alpha = 0.05078125, S = {0, 1, 16, 17}: lp not exact, its
+    # objective 2.1e-9 above its own certified lower bound, which is the folded master's optimum)
+    low, high = lp.details["lower_bound"], lp.objective
     for result in (folded, unfolded):
         assert result.within(1e-9, 1e-10)
-        assert abs(result.upper_bound - lp.details["solver_objective"]) <= 1e-8 * abs(result.upper_bound) + 1e-9
+        tolerance = 1e-8 * abs(result.upper_bound) + 1e-9
+        assert low - tolerance <= result.upper_bound and result.lower_bound <= high + tolerance
         assert result.mechanism.certificate(problem.epsilon).ok
 
 
