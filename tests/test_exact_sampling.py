@@ -208,7 +208,15 @@ def test_exact_bernoulli_fraction_decides_ties_by_the_exact_expansion(a, b, late
     numerator, denominator = min(a, b), max(a, b)
     if numerator == denominator:
         return
-    stream = iter([(numerator << 64) // denominator, *later])
+    drawn, consumed = _one_draw_on_words(lambda: es.exact_bernoulli_fraction(numerator, denominator, 1, None),
+                                         [(numerator << 64) // denominator, *later])
+    _assert_decided_by_the_words_read(drawn, consumed, Fraction(numerator, denominator))
+
+
+def _one_draw_on_words(draw, words_):
+    """``draw()`` (one Bernoulli) with the random words taken from ``words_`` and zeros after;
+    returns the draw and the words it read."""
+    stream = iter(words_)
     consumed: list[int] = []
 
     def words(source, size):
@@ -217,9 +225,14 @@ def test_exact_bernoulli_fraction_decides_ties_by_the_exact_expansion(a, b, late
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(es, "random_words", words)
-        drawn = bool(es.exact_bernoulli_fraction(numerator, denominator, 1, None)[0])
+        drawn = bool(draw()[0])
+    return drawn, consumed
+
+
+def _assert_decided_by_the_words_read(drawn, consumed, p):
+    """With k words read, U lies in [low, low + 2**-64k): True only if all of it is below p,
+    False only if all of it is at least p."""
     low = sum(Fraction(w, 2 ** (64 * (i + 1))) for i, w in enumerate(consumed))
-    p = Fraction(numerator, denominator)
     assert (drawn and low + Fraction(1, 2 ** (64 * len(consumed))) <= p) or (not drawn and low >= p)
 
 
@@ -232,24 +245,14 @@ def test_an_unlikely_coin_reads_p_only_after_leading_zero_words_and_stays_exact(
     after the words consumed is below p, False only if all of it is at least p."""
     denominator = d
     numerator = n % max(denominator >> zeros, 1) if denominator >> zeros else 0
-    stream = iter(words_)
-    consumed: list[int] = []
     built = []
-
-    def words(source, size):
-        consumed.extend(next(stream, 0) for _ in range(size))
-        return np.array(consumed[-size:], dtype=np.uint64)
 
     def fraction():
         built.append(True)
         return numerator, denominator
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(es, "random_words", words)
-        drawn = bool(es._unlikely_coin(fraction, zeros, 1, None)[0])
-    low = sum(Fraction(w, 2 ** (64 * (i + 1))) for i, w in enumerate(consumed))
-    p = Fraction(numerator, denominator)
-    assert (drawn and low + Fraction(1, 2 ** (64 * len(consumed))) <= p) or (not drawn and low >= p)
+    drawn, consumed = _one_draw_on_words(lambda: es._unlikely_coin(fraction, zeros, 1, None), words_)
+    _assert_decided_by_the_words_read(drawn, consumed, Fraction(numerator, denominator))
     assert bool(built) == (consumed[: zeros // 64] == [0] * (zeros // 64))  # p built only after leading zeros
 
 

@@ -32,6 +32,8 @@ The index rule above is the ball version: the first i at which r is reached.
 **Privacy.** Lemmas 1-2 give ``|I[x, r] - I[x', r]| <= 1`` for neighbours, and the proofs
 give 2 eps' (e^eps' from the index, e^eps' from the normalisers); Corollary 1 says eps'
 suffices when every dataset's sequence is a shift of one another's (linear queries).
+:func:`calibrate` finds the largest eps' whose *measured* loss meets a target, so the
+constructions are compared with the LP optimum at the same measured privacy.
 
 **Weights are clamped, not flushed to zero.** ``e^(-eps' I)`` underflows to 0 beyond
 ``eps' I`` ~ 745 (a long path, a large epsilon), and a 0 beside a non-zero is an infinite
@@ -42,8 +44,6 @@ most 1 between neighbours, because I and n_x each do and ``min`` is 1-Lipschitz 
 arguments; and at most ``|R| e^-(eps' K)``, about e^-700, of a row's mass moves. The paper
 has no floats and no clamp; without it a construction's calibration stopped where the
 first entry underflowed, far below its budget.
-:func:`calibrate` finds the largest eps' whose *measured* loss meets a target, so the
-constructions are compared with the LP optimum at the same measured privacy.
 """
 
 from __future__ import annotations
