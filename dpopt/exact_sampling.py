@@ -64,6 +64,8 @@ def offset_exactly(centre: int, offsets: Any, scale: int = 1) -> np.ndarray:
     silently (a true value of -2**63 was released as +9.2e18) and a Python integer beyond
     int64 cannot enter an int64 array at all (an OverflowError where a release was asked for).
     """
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (centre, scale)):
+        raise fail("centre", "exact sampling", "an integer centre and scale (int(1.5) would move the release)", (centre, scale))
     centre, scale = int(centre), int(scale)
     step = np.asarray(offsets)
     widest = int(np.abs(step).max()) if step.size else 0
@@ -175,7 +177,10 @@ def uniform_below(bounds: np.ndarray, source: Any) -> np.ndarray:
     A 64-bit word r is accepted iff ``r >= 2**64 mod B`` (so the accepted words are a whole
     number of copies of ``[0, B)``) and mapped to ``r mod B``; rejected ones are redrawn.
     """
-    b = np.asarray(bounds, dtype=np.uint64)
+    given = np.asarray(bounds)
+    if given.dtype.kind not in "iu" or (given.size and (given.min() < 1 or given.max() > 2**62)):
+        raise fail("bounds", "exact sampling", "integers in [1, 2**62]", given.ravel()[:5])
+    b = given.astype(np.uint64)
     out = np.empty(b.size, dtype=np.int64)
     todo = np.arange(b.size)
     while todo.size:
@@ -314,6 +319,8 @@ def exact_bernoulli_fraction(numerator: int, denominator: int, size: int, source
     next words of both are compared, and so on; a p whose expansion ends ties only with a U
     that is at least p.
     """
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (numerator, denominator)):
+        raise fail("probability", "exact sampling", "a fraction of two integers", (numerator, denominator))
     if not 0 <= numerator <= denominator or denominator == 0:
         raise fail("probability", "exact sampling", "a fraction in [0, 1]", (numerator, denominator))
     if numerator in (0, denominator):

@@ -396,3 +396,17 @@ def test_offsets_are_added_in_exact_integer_arithmetic(centre, offsets, scale):
     assert [int(v) for v in got] == [centre + scale * o for o in offsets]
     if got.dtype != object:
         assert got.dtype == np.int64
+
+
+@pytest.mark.parametrize("call", [
+    lambda rng: es.uniform_below(np.array([-3]), rng),  # drew -9005301551473695489 until 2026-11-29
+    lambda rng: es.uniform_below(np.array([0]), rng),
+    lambda rng: es.uniform_below(np.array([2.5]), rng),
+    lambda rng: es.exact_bernoulli_fraction(1, 1.5, 3, rng),  # sampled as if 1 / 1.5
+    lambda rng: es.exact_bernoulli_fraction(True, 2, 3, rng),
+    lambda rng: es.offset_exactly(1.5, [1, 2]),  # released 2, 3: the centre truncated to 1
+    lambda rng: es.offset_exactly(4, [1, 2], scale=0.5),
+], ids=["negative bound", "zero bound", "float bound", "float denominator", "bool numerator", "float centre", "float scale"])
+def test_the_building_blocks_refuse_what_they_would_silently_misread(call):
+    with pytest.raises(InvalidParameterError):
+        call(np.random.default_rng(0))
