@@ -164,6 +164,7 @@ def export_solution(solution: Any, path: str | os.PathLike[str], *, dense: bool 
 def _export(solution: Any, target: Path, *, dense: bool) -> None:
     if not solution.certificate.ok:
         raise fail("certificate", "export", "a passing privacy certificate (ok = true)", solution.certificate.to_dict())
+    _check_description_memory(solution.problem)
     meta = _metadata(solution)
     if solution.parameters is not None:
         _write_parameters(solution, target, meta)
@@ -195,6 +196,28 @@ def _export(solution: Any, target: Path, *, dense: bool) -> None:
     else:
         writes.append((target, lambda p: _write_npz(frame, meta, p, factored=factored)))
     _commit(writes)
+
+
+#: Memory per matrix entry of a problem's description in an export: a Python float in a list,
+#: its JSON text and the writers' copies (measured: 2.2 GB for a 4,000-dataset metric universe).
+DESCRIPTION_BYTES_PER_ENTRY = 120.0
+
+
+def _check_description_memory(problem: Any) -> None:
+    """Refuse before writing an export whose problem description holds a matrix too large to
+    write: a finite universe given by its metric, or a d_X metric, is written out whole (m x m
+    numbers). Until 2026-11-29 the largest universes ran out of memory while writing."""
+    from dpopt.limits import check_memory
+
+    universe = getattr(problem, "universe", None)
+    if universe is not None and "metric" in universe.spec:
+        size, what = universe.size, "dataset metric"
+    elif getattr(problem, "metric", None) is not None and hasattr(problem.metric, "size"):
+        size, what = problem.metric.size, "d_X metric"
+    else:
+        return
+    check_memory(DESCRIPTION_BYTES_PER_ENTRY * size * size, "export", "export", f"{size:,} x {size:,}",
+                 what=f"the problem's {size:,} x {size:,} {what}, which the export writes out")
 
 
 def _check_dense_certifies(solution: Any, frame: pd.DataFrame) -> None:

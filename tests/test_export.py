@@ -379,3 +379,20 @@ def test_an_export_of_a_csv_universe_carries_the_universe_it_was_solved_on(tmp_p
     assert back.exact and back.objective == solution.objective
     (tmp_path / "u.csv").unlink()  # the export stands on its own
     assert read_solution(str(tmp_path / "m.json")).objective == solution.objective
+
+
+def test_an_export_whose_metric_would_not_fit_in_memory_is_refused_before_writing(tmp_path, monkeypatch):
+    """A universe given by its metric is written out whole (m x m numbers, about 120 bytes each
+    on the way): refused in one line naming the export, nothing written."""
+    m = 300
+    d = np.abs(np.subtract.outer(np.arange(m), np.arange(m))) * 0.5
+    problem = dpopt.FiniteQuery(universe={"type": "explicit", "values": list(range(m)), "metric": d.tolist()}, epsilon=1.0,
+                                outputs=[0, 100, 200, 299])
+    solution = dpopt.solve(problem, "exponential")
+    monkeypatch.setenv("DPOPT_MEMORY_LIMIT", str(5 * 2**20))  # 300 x 300 x 120 bytes = 10 MiB
+    with pytest.raises(InvalidParameterError, match="'export'.*300 x 300 dataset metric"):
+        solution.export(str(tmp_path / "m.npz"))
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("DPOPT_MEMORY_LIMIT", str(50 * 2**20))
+    solution.export(str(tmp_path / "m.npz"))
+    assert read_solution(str(tmp_path / "m.npz")).objective == solution.objective
