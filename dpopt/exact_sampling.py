@@ -56,6 +56,11 @@ FLOAT_SAMPLER = "float64 inverse CDF (simulation grade: not exact; see dpopt.exa
 _WORD = 64
 
 
+def _integers(*values: Any) -> bool:
+    """Whether every value is an integer (Python or numpy; not a bool, not a float)."""
+    return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values)
+
+
 def offset_exactly(centre: int, offsets: Any, scale: int = 1) -> np.ndarray:
     """``centre + scale * offsets`` in exact integer arithmetic: int64 where every value fits
     with room to spare, else an object array of Python integers.
@@ -64,7 +69,7 @@ def offset_exactly(centre: int, offsets: Any, scale: int = 1) -> np.ndarray:
     silently (a true value of -2**63 was released as +9.2e18) and a Python integer beyond
     int64 cannot enter an int64 array at all (an OverflowError where a release was asked for).
     """
-    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (centre, scale)):
+    if not _integers(centre, scale):
         raise fail("centre", "exact sampling", "an integer centre and scale (int(1.5) would move the release)", (centre, scale))
     centre, scale = int(centre), int(scale)
     step = np.asarray(offsets)
@@ -319,7 +324,7 @@ def exact_bernoulli_fraction(numerator: int, denominator: int, size: int, source
     next words of both are compared, and so on; a p whose expansion ends ties only with a U
     that is at least p.
     """
-    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (numerator, denominator)):
+    if not _integers(numerator, denominator):
         raise fail("probability", "exact sampling", "a fraction of two integers", (numerator, denominator))
     if not 0 <= numerator <= denominator or denominator == 0:
         raise fail("probability", "exact sampling", "a fraction in [0, 1]", (numerator, denominator))
@@ -426,10 +431,10 @@ def _unlikely_coin(fraction: Callable[[], tuple[int, int]], zeros: int, size: in
     1e11 apart) needed integers of 1e11 bits and ended in a MemoryError. Unless a first word
     is 0, the draws read the same words as ``exact_bernoulli_fraction`` would.
     """
-    out = np.zeros(size, dtype=bool)
     if zeros < _WORD:
         numerator, denominator = fraction()
         return exact_bernoulli_fraction(numerator, denominator, size, source)
+    out = np.zeros(size, dtype=bool)
     undecided = np.arange(size)
     for _ in range(zeros // _WORD):
         undecided = undecided[random_words(source, undecided.size) == 0]

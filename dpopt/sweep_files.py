@@ -32,9 +32,11 @@ Solving the cells into one table: :mod:`dpopt.sweeps`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,8 +90,18 @@ def _cell_key(problem: dict[str, Any], method: str) -> str:
 
 def _file_digest(path: str) -> str:
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        status = os.stat(path)
     except OSError:  # the cell's own build reports the file
+        return "unreadable"
+    return _digest_of(path, status.st_mtime_ns, status.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _digest_of(path: str, modified: int, size: int) -> str:
+    """A file's SHA-256, read once for all the cells that name it (while it stays unchanged)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
         return "unreadable"
 
 
