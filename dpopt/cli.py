@@ -7,7 +7,8 @@
     dpopt sweep SWEEP.toml --output RESULTS.parquet [--workers K] [--scheduler ADDRESS] [--timeout S] [--memory] [--no-progress]
 
 Output is JSON on stdout (``compare``: one object per line, for every method that gave a
-certified mechanism; each that did not is one line on stderr). Bad input: one line on
+certified mechanism; each that did not is one line on stderr; on a terminal, stderr also shows
+which method is running, erased when done). Bad input: one line on
 stderr, exit 2. Solver failure: one line naming the solver and its status, exit 3.
 Nothing is written to ``--export`` unless the run succeeded, and nothing uncertified
 leaves with exit 0 (exit 4: the mechanism found does not meet its privacy target).
@@ -37,7 +38,7 @@ from typing import Any, Iterator, NoReturn, Sequence
 
 from dpopt.export import check_export_path
 from dpopt.problem_files import load_problem
-from dpopt.registry import compare_outcomes, compare_plan, float_only, solve
+from dpopt.registry import compare_plan, float_only, iter_compare_outcomes, solve
 from dpopt.solution import DATA_KINDS
 from dpopt.problems.calibration import ROUNDED_MECHANISMS
 from dpopt.limits import MAX_RELEASES, MAX_TIMEOUT, check_memory
@@ -252,6 +253,8 @@ def _run_interruptibly(args: argparse.Namespace) -> tuple[list[dict[str, Any]], 
         while worker.is_alive():
             worker.join(0.25)
     except KeyboardInterrupt:
+        if sys.stderr.isatty():  # past a progress bar's line (compare's), not on it
+            sys.stderr.write("\n")
         _fail(EXIT_INTERRUPTED, "interrupted", "stopped by the user; nothing was printed or exported")
         sys.stderr.flush()
         _stop_children()
@@ -420,24 +423,33 @@ _COMPARE_FAILURES = {"skipped": (0, "skipped"), "solver_error": (EXIT_SOLVER, "s
 
 def _compare_outcomes(problem: Any, solver: str | None, timeout: float | None) -> Iterator[tuple[str, Any]]:
     """Each method's summary dict, or the :data:`Failure` that stands for it; in-process without a timeout."""
+    if timeout is not None:
+        check_real(timeout, "timeout", "dpopt compare", low=0.0, low_open=True, high=MAX_TIMEOUT)
+    plan = compare_plan(problem, solver=solver)
+    outcomes = _in_process(problem, solver, plan) if timeout is None else _in_children(problem, solver, timeout, plan)
+    yield from _with_progress([method.name for method, _ in plan], outcomes)
 
-    def failure(name: str, kind: str, message: object) -> tuple[str, Failure]:
-        code, label = _COMPARE_FAILURES[kind]
-        return name, (code, f"{name} {label}", message)
 
-    if timeout is None:
-        for name, outcome in compare_outcomes(problem, solver=solver):
-            if isinstance(outcome, (InvalidParameterError, SolverError)):
-                yield failure(name, "skipped" if isinstance(outcome, InvalidParameterError) else "solver_error", outcome)
-            else:
-                yield name, outcome.summary()
-        return
+def _failure(name: str, kind: str, message: object) -> tuple[str, Failure]:
+    code, label = _COMPARE_FAILURES[kind]
+    return name, (code, f"{name} {label}", message)
+
+
+def _in_process(problem: Any, solver: str | None, plan: list[Any]) -> Iterator[tuple[str, Any]]:
+    for name, outcome in iter_compare_outcomes(problem, solver=solver, plan=plan):
+        if isinstance(outcome, (InvalidParameterError, SolverError)):
+            yield _failure(name, "skipped" if isinstance(outcome, InvalidParameterError) else "solver_error", outcome)
+        else:
+            yield name, outcome.summary()
+
+
+def _in_children(problem: Any, solver: str | None, timeout: float, plan: list[Any]) -> Iterator[tuple[str, Any]]:
+    """Each method in a process of its own, stopped at ``timeout``."""
     from dpopt.method_processes import solve_in_process
 
-    check_real(timeout, "timeout", "dpopt compare", low=0.0, low_open=True, high=MAX_TIMEOUT)
-    for method, refusal in compare_plan(problem, solver=solver):
+    for method, refusal in plan:
         if refusal is not None:
-            yield failure(method.name, "skipped", refusal)
+            yield _failure(method.name, "skipped", refusal)
             continue
         result = solve_in_process(problem, method.name, solver if method.uses_solver else None, timeout)
         if result.kind == "summary":
@@ -445,13 +457,36 @@ def _compare_outcomes(problem: Any, solver: str | None, timeout: float | None) -
         elif result.kind == "raise":  # a solver failure, a refusal as it ran (as in-process: skipped), or a bug
             error = result.value
             if isinstance(error, SolverError):
-                yield failure(method.name, "solver_error", str(error))
+                yield _failure(method.name, "solver_error", str(error))
             elif isinstance(error, InvalidParameterError):
-                yield failure(method.name, "skipped", error)
+                yield _failure(method.name, "skipped", error)
             else:
-                yield failure(method.name, "error", f"{type(error).__name__}: {error}")
+                yield _failure(method.name, "error", f"{type(error).__name__}: {error}")
         else:
-            yield failure(method.name, "skipped" if result.kind == "timeout" else result.kind, result.value)
+            yield _failure(method.name, "skipped" if result.kind == "timeout" else result.kind, result.value)
+
+
+def _with_progress(names: list[str], outcomes: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """``outcomes`` as they come, while a bar on stderr names the method now running.
+
+    Only on a terminal (tqdm's ``disable=None``: a pipe, a file or a test sees nothing), and
+    erased when done, before the failures' lines: a method can run for minutes (a count
+    query's ``interaction`` at n = 300), and the rows are printed only once every method ends.
+    """
+    from tqdm import tqdm  # not tqdm.auto: in a notebook it warns when ipywidgets is absent
+
+    bar = tqdm(total=len(names), desc="dpopt compare", file=sys.stderr, disable=None, leave=False,
+               bar_format="{desc} ({n_fmt}/{total_fmt} methods done, {elapsed})")  # no rate or ETA: methods differ
+    try:
+        for name in names:
+            bar.set_description_str(f"dpopt compare: running {name}", refresh=True)
+            item = next(outcomes, None)
+            if item is None:
+                return
+            bar.update()
+            yield item
+    finally:
+        bar.close()
 
 
 def _true_value(problem: Any, value: int | Fraction | None) -> Any:

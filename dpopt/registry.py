@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Protocol
 from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import InvalidParameterError, fail
 
-__all__ = ["Method", "float_only", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_outcomes", "compare_plan", "compare_table", "price_of_closed_form", "REGISTRY"]
+__all__ = ["Method", "float_only", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_outcomes", "compare_plan", "iter_compare_outcomes", "compare_table", "price_of_closed_form", "REGISTRY"]
 
 
 class Problem(Protocol):
@@ -320,7 +320,14 @@ def compare_outcomes(problem: Problem, *, solver: str | None = None) -> list[tup
     Solutions are returned as solved: a caller releasing them still checks
     ``solution.certificate.ok``.
     """
-    return list(_each_outcome(problem, solver, keep_going=True))
+    return list(iter_compare_outcomes(problem, solver=solver))
+
+
+def iter_compare_outcomes(problem: Problem, *, solver: str | None = None,
+                          plan: list[tuple[Method, InvalidParameterError | None]] | None = None) -> Iterator[tuple[str, Any]]:
+    """:func:`compare_outcomes` one method at a time, in the order of ``plan`` (default
+    :func:`compare_plan`), each yielded as soon as it finished."""
+    return _each_outcome(problem, solver, keep_going=True, plan=plan)
 
 
 def compare_plan(problem: Problem, *, solver: str | None = None) -> list[tuple[Method, InvalidParameterError | None]]:
@@ -346,10 +353,11 @@ def compare_plan(problem: Problem, *, solver: str | None = None) -> list[tuple[M
     return plan
 
 
-def _each_outcome(problem: Problem, solver: str | None, *, keep_going: bool = False) -> Iterator[tuple[str, Any]]:
+def _each_outcome(problem: Problem, solver: str | None, *, keep_going: bool = False,
+                  plan: list[tuple[Method, InvalidParameterError | None]] | None = None) -> Iterator[tuple[str, Any]]:
     from dpopt.validation import SolverError
 
-    for chosen, refusal in compare_plan(problem, solver=solver):
+    for chosen, refusal in compare_plan(problem, solver=solver) if plan is None else plan:
         if refusal is not None:
             if not keep_going:
                 raise refusal

@@ -1,3 +1,4 @@
+import io
 import json
 import os
 import subprocess
@@ -35,6 +36,29 @@ def test_compare_prints_one_object_per_method(capsys):
     assert code == 0 and {r["method"] for r in rows} == {"lp", "interaction", "geometric", "factored"}
     exact = [r for r in rows if r["exact"]]
     assert all(r["objective"] == pytest.approx(168 / 415, abs=1e-9) for r in exact)
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal (tqdm shows its bar only there)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("timeout", [[], ["--timeout", "120"]], ids=["in_process", "child_processes"])
+def test_compare_names_the_running_method_on_a_terminal_only(capsys, monkeypatch, timeout):
+    """A method can run for minutes and the rows are printed only at the end, so on a terminal
+    stderr shows a bar naming the method now running; a pipe or a file sees nothing."""
+    code, out, err = run(capsys, "compare", TABLE1, *timeout)
+    assert code == 0 and err == ""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    code_tty, out_tty, _ = run(capsys, "compare", TABLE1, *timeout)
+    shown = terminal.getvalue()
+    assert code_tty == 0 and [json.loads(line)["method"] for line in out_tty.splitlines()] == [
+        json.loads(line)["method"] for line in out.splitlines()]
+    assert all(f"dpopt compare: running {name}" in shown for name in ("lp", "interaction", "geometric", "factored"))
+    assert "/4 methods done" in shown and shown.endswith("\r")  # counted out of the four, then erased (leave=False)
 
 
 def test_compare_prints_the_certified_rows_when_a_method_fails(capsys, monkeypatch):
