@@ -25,6 +25,7 @@ __all__ = [
     "InvalidParameterError",
     "SolverError",
     "check_int",
+    "check_index_set",
     "check_real",
     "check_choice",
     "check_array",
@@ -176,6 +177,25 @@ def check_int(
     if (low is not None and number < low) or (high is not None and number > high):
         raise fail(parameter, owner, allowed, value)
     return number
+
+
+def check_index_set(value: Any, parameter: str, owner: str, last: int) -> tuple[int, ...]:
+    """A non-empty set of indices in [0, last], sorted: an inclusive range ``{lower, upper}``
+    (either end may be left out) or a list of integers (repeats collapse); else raise naming
+    ``parameter`` (an end of a range as ``parameter.lower`` / ``parameter.upper``)."""
+    allowed = f"a range {{lower, upper}} within [0, {last}], or a non-empty list of integers in [0, {last}]"
+    if isinstance(value, dict):
+        if set(value) - {"lower", "upper"}:
+            raise fail(parameter, owner, allowed, value)
+        lower = check_int(value.get("lower", 0), f"{parameter}.lower", owner, low=0, high=last)
+        upper = check_int(value.get("upper", last), f"{parameter}.upper", owner, low=lower, high=last)
+        return tuple(range(lower, upper + 1))
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise fail(parameter, owner, allowed, value)
+    chosen = sorted({check_int(v, parameter, owner, low=0, high=last) for v in value})
+    if not chosen:
+        raise fail(parameter, owner, allowed, value)
+    return tuple(chosen)
 
 
 def check_array(

@@ -18,7 +18,7 @@ import numpy as np
 from dpopt.limits import MAX_COUNT, check_memory
 from dpopt.losses import NAMED_LOSSES, loss_table, named_loss_rows
 from dpopt.privacy import PrivacyLevel, resolve_privacy
-from dpopt.validation import check_choice, check_int, fail
+from dpopt.validation import check_choice, check_index_set, check_int
 
 __all__ = ["CountQuery"]
 
@@ -115,19 +115,5 @@ class CountQuery:
 
 
 def _side_information(spec: Any, n: int) -> tuple[int, ...]:
-    allowed = f"None, a range {{lower, upper}} within [0, {n}], or a non-empty list of integers in [0, {n}]"
-    if spec is None:
-        return tuple(range(n + 1))
-    if isinstance(spec, dict):
-        if set(spec) - {"lower", "upper"}:
-            raise fail("side_information", KIND, allowed, spec)
-        lower = check_int(spec.get("lower", 0), "side_information.lower", KIND, low=0, high=n)
-        upper = check_int(spec.get("upper", n), "side_information.upper", KIND, low=lower, high=n)
-        return tuple(range(lower, upper + 1))
-    if isinstance(spec, (str, bytes)) or not hasattr(spec, "__iter__"):
-        raise fail("side_information", KIND, allowed, spec)
-    values = [check_int(v, "side_information", KIND, low=0, high=n) for v in spec]
-    if not values:
-        raise fail("side_information", KIND, allowed, spec)
-    return tuple(sorted(set(values)))
+    return tuple(range(n + 1)) if spec is None else check_index_set(spec, "side_information", KIND, n)
 

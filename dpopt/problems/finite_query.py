@@ -23,7 +23,7 @@ import numpy as np
 from dpopt.limits import MAX_MAGNITUDE, check_memory
 from dpopt.privacy import PrivacyLevel, not_implied, resolve_privacy
 from dpopt.universes import Universe, universe_from_spec
-from dpopt.validation import check_array, check_choice, check_int, check_real, fail
+from dpopt.validation import check_array, check_choice, check_index_set, check_real, fail
 
 __all__ = ["FiniteQuery", "FINITE_LOSSES", "OBJECTIVES", "unimplied_pairs"]
 
@@ -51,8 +51,10 @@ class FiniteQuery:
     objective : {"minimax", "average"}
     prior : sequence of float, optional
         Weights over datasets for ``average`` (normalised; default uniform).
-    side_information : sequence of int, optional
-        Dataset indices the minimax objective ranges over (default: all).
+    side_information : sequence of int or dict, optional
+        Dataset indices the minimax objective ranges over (default: all): a list, or an
+        inclusive range of indices in universe order ``{"lower": a, "upper": b}`` as for
+        count queries.
     privacy : {"neighbours", "metric"}
     calibrate_shortcuts : {"measured", "proof"}
         Shortcut constructions get the largest parameter whose *measured* privacy loss
@@ -135,12 +137,7 @@ class FiniteQuery:
     def _support(self, m: int) -> tuple[int, ...]:
         if self.side_information is None:
             return tuple(range(m))
-        if isinstance(self.side_information, (str, bytes)) or not hasattr(self.side_information, "__iter__"):
-            raise fail("side_information", KIND, f"a list of dataset indices in [0, {m - 1}]", self.side_information)
-        chosen = sorted({check_int(i, "side_information", KIND, low=0, high=m - 1) for i in self.side_information})
-        if not chosen:
-            raise fail("side_information", KIND, "a non-empty list of dataset indices", self.side_information)
-        return tuple(chosen)
+        return check_index_set(self.side_information, "side_information", KIND, m - 1)
 
     def _prior(self, m: int) -> np.ndarray | None:
         if self.prior is None:

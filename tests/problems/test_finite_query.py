@@ -91,3 +91,24 @@ def test_at_an_epsilon_past_the_largest_coefficient_auto_takes_a_construction():
     assert "lp" not in names and "value_lp" not in names and names
     solved = dpopt.solve(problem)
     assert solved.method in names and solved.certificate.ok
+
+
+PATH4 = {"type": "explicit", "values": [0, 1, 2, 3], "neighbours": [[0, 1], [1, 2], [2, 3]]}
+
+
+def test_side_information_takes_a_range_of_indices_as_count_queries_do():
+    """``{lower, upper}`` (count queries' form, either end optional) is the inclusive range of
+    dataset indices; until 2026-11-29 it was read as the list ["lower", "upper"] and refused."""
+    ranged = dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, side_information={"lower": 1, "upper": 2})
+    listed = dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, side_information=[2, 1, 2])
+    assert ranged.side_information == listed.side_information == (1, 2)
+    assert dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, side_information={"upper": 1}).side_information == (0, 1)
+    assert dpopt.solve(ranged, "lp").objective == dpopt.solve(listed, "lp").objective
+
+
+@pytest.mark.parametrize(("spec", "field"), [({"lower": 2, "upper": 1}, "side_information.upper"),
+                                              ({"lower": -1}, "side_information.lower"), ({"low": 0}, "side_information"),
+                                              ([], "side_information"), ([4], "side_information"), ("0,1", "side_information")])
+def test_a_bad_side_information_is_refused_naming_the_field(spec, field):
+    with pytest.raises(dpopt.InvalidParameterError, match=rf"'{field}' parameter of finite_query"):
+        dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, side_information=spec)
