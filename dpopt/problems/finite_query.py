@@ -52,8 +52,9 @@ class FiniteQuery:
     prior : sequence of float, optional
         Weights over datasets for ``average`` (normalised; default uniform).
     side_information : sequence of int or dict, optional
-        Dataset indices the minimax objective ranges over (default: all): a list, or an
-        inclusive range of indices in universe order ``{"lower": a, "upper": b}`` as for
+        The datasets the consumer knows the truth is among (default: all): the minimax
+        objective ranges over them, the average one weighs the prior given them. A list of
+        indices, or an inclusive range in universe order ``{"lower": a, "upper": b}`` as for
         count queries.
     privacy : {"neighbours", "metric"}
     calibrate_shortcuts : {"measured", "proof"}
@@ -120,6 +121,9 @@ class FiniteQuery:
             values["loss"] = table
         for name, value in values.items():
             object.__setattr__(self, name, value)
+        if self.objective == "average" and self.prior is not None and not self.prior[list(self.side_information)].any():
+            raise fail("side_information", KIND, "datasets some of which the prior weighs (the average is over the prior "
+                       "given the side information)", list(self.side_information))
         important = self._important()
         object.__setattr__(self, "important", important)
         if self.gamma >= max(self.sensitivity, 1e-300):
@@ -189,9 +193,18 @@ class FiniteQuery:
 
     @functools.cached_property
     def weights(self) -> np.ndarray:
-        """The average objective's weights over datasets (the normalised prior, or uniform)."""
+        """The average objective's weights over datasets: the prior (or uniform) given the side
+        information, i.e. restricted to it and normalised (the Bayesian consumer who also knows
+        that the dataset is in S). Until 2026-11-29 the side information was ignored here."""
         m = self.universe.size
-        return self.prior if self.prior is not None else np.full(m, 1.0 / m)
+        weights = self.prior.copy() if self.prior is not None else np.full(m, 1.0)
+        if len(self.side_information) < m:
+            outside = np.ones(m, dtype=bool)
+            outside[list(self.side_information)] = False
+            weights[outside] = 0.0
+        weights /= weights.sum()
+        weights.setflags(write=False)
+        return weights
 
     def objective_of(self, mechanism: np.ndarray) -> float:
         """The objective evaluated on any m x |R| mechanism."""

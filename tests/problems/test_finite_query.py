@@ -112,3 +112,25 @@ def test_side_information_takes_a_range_of_indices_as_count_queries_do():
 def test_a_bad_side_information_is_refused_naming_the_field(spec, field):
     with pytest.raises(dpopt.InvalidParameterError, match=rf"'{field}' parameter of finite_query"):
         dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, side_information=spec)
+
+
+def test_the_average_objective_weighs_the_prior_given_the_side_information():
+    """The Bayesian consumer who also knows the dataset is in S averages over the prior
+    restricted to S; until 2026-11-29 the side information was silently ignored there."""
+    prior = [0.1, 0.2, 0.3, 0.4]
+    given = dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, objective="average", prior=prior, side_information=[1, 3])
+    solution = dpopt.solve(given, "lp")
+    x = solution.mechanism.to_numpy()
+    expected = (given.loss_matrix * x).sum(axis=1)
+    assert solution.objective == pytest.approx((0.2 * expected[1] + 0.4 * expected[3]) / 0.6, rel=1e-12)
+    conditioned = dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, objective="average", prior=[0, 0.2, 0, 0.4])
+    assert solution.objective == pytest.approx(dpopt.solve(conditioned, "lp").objective, rel=1e-9)
+    ignored = dpopt.solve(dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, objective="average", prior=prior), "lp")
+    assert abs(ignored.objective - solution.objective) > 1e-3
+    uniform = dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, objective="average", side_information={"lower": 2})
+    np.testing.assert_array_equal(uniform.weights, [0, 0, 0.5, 0.5])
+
+
+def test_a_side_information_the_prior_does_not_weigh_is_refused():
+    with pytest.raises(dpopt.InvalidParameterError, match="'side_information' parameter of finite_query"):
+        dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, objective="average", prior=[1, 1, 0, 0], side_information=[2, 3])
