@@ -277,13 +277,24 @@ def log_lipschitz_majorant(matrix: np.ndarray, alpha: float) -> np.ndarray:
     return y
 
 
+#: Rounds of "private majorant, then renormalise" :func:`repair` tries before mixing in the
+#: uniform mechanism. On the GS LP's HiGHS solutions (n = 50..150, three losses) the
+#: certificate passed after 2 to 5 rounds; until 2026-11-29 there was one round, then the mix,
+#: whose weight times the uniform mechanism's loss (about n / 3) left the ``lp`` 4.7e-8 above
+#: the optimum at n = 100 (``gap_above_tolerance``), where the rounds leave 5e-10.
+MAJORANT_ROUNDS = 20
+
+
 def repair(
     matrix: np.ndarray, epsilon: float, *, pairs: np.ndarray | None = None
 ) -> tuple[np.ndarray, Certificate]:
     """Make a near-feasible matrix meet ``epsilon`` exactly, and certify the result.
 
-    Clip negative entries to 0 and renormalise rows; if a constraint
-    ``alpha * x[a, r] <= x[b, r]`` is still violated by ``v > 0``, mix with the
+    Clip negative entries to 0 and renormalise rows. For adjacent rows (``pairs`` omitted)
+    then raise the matrix to its smallest private majorant and renormalise, up to
+    :data:`MAJORANT_ROUNDS` times: each round's renormalisation moves ratios by the rows'
+    differing gains (about the solver's tolerance), the next round removes most of that. If a
+    constraint ``alpha * x[a, r] <= x[b, r]`` is still violated by ``v > 0``, mix with the
     uniform mechanism ``u = 1/m`` with weight ``lam = v / (v + (1 - alpha) u)``, which
     restores every constraint (each constraint is linear and u satisfies it with
     slack ``(1 - alpha) u``). The weight is enlarged by a small factor until the
@@ -311,11 +322,12 @@ def repair(
     if cert.ok:
         return x, cert
     if pairs is None:
-        x = log_lipschitz_majorant(x, alpha)
-        x /= x.sum(axis=1, keepdims=True)
-        cert = certify(x, epsilon, pairs=nb, repair_note="clip+majorant")
-    if cert.ok:
-        return x, cert
+        for _ in range(MAJORANT_ROUNDS):
+            x = log_lipschitz_majorant(x, alpha)
+            x /= x.sum(axis=1, keepdims=True)
+            cert = certify(x, epsilon, pairs=nb, repair_note="clip+majorant")
+            if cert.ok:
+                return x, cert
     v = _violation(x, alpha, nb) if nb.size else 0.0
     uniform = 1.0 / x.shape[1]
     lam = max(v, 1e-16) / (max(v, 1e-16) + (1 - alpha) * uniform)

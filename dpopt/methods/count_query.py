@@ -11,9 +11,10 @@
   the exact upper bound, storing only alpha and a sparse T. ``auto`` picks it.
 
 ``lp`` and ``interaction`` solve a program to the solver's tolerance and then make its point
-exactly private (``lp``: majorant and mix, ``interaction``: T clipped and renormalised), which
-costs up to the tolerance times the largest loss: 4e-7 (relative) at n = 200 under absolute
-loss, 5.7e-5 for ``interaction`` under squared loss with S = {8..20}. So each carries a
+exactly private (``lp``: repeated majorant, then a mix if needed; ``interaction``: T clipped
+and renormalised), which costs up to the tolerance times the largest loss: 1.3e-9 (relative)
+at n = 200 under absolute loss (4e-7 with one majorant round and a uniform mix, until
+2026-11-29), 5.7e-5 for ``interaction`` under squared loss with S = {8..20}. So each carries a
 certified lower bound from its own LP's duals (:func:`gs_dual_bound`,
 :func:`interaction_dual_bound`; ``lp`` also the latter at its prior) and reports "optimal"
 (``exact``) only when the two meet within :data:`GAP_TOLERANCE`, as ``factored`` does;
