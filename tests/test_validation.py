@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from dpopt.validation import InvalidParameterError, SolverError, check_choice, check_int, check_real
+from dpopt.validation import InvalidParameterError, SolverError, check_choice, check_index_set, check_int, check_real
 
 
 def test_message_format_names_parameter_owner_allowed_and_value():
@@ -31,6 +31,24 @@ def test_check_int(bad):
     with pytest.raises(InvalidParameterError):
         check_int(bad, "n", "count_query", low=0)
     assert check_int(np.int64(3), "n", "count_query", low=1) == 3
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ({"lower": 2, "upper": 4}, (2, 3, 4)), ({"upper": 1}, (0, 1)), ({"lower": 5}, (5,)), ({}, (0, 1, 2, 3, 4, 5)),
+    ([3, 1, 3], (1, 3)), (np.array([0, 5]), (0, 5)), (range(2), (0, 1)),
+])
+def test_check_index_set_reads_a_range_or_a_list(value, expected):
+    assert check_index_set(value, "side", "owner", 5) == expected
+
+
+@pytest.mark.parametrize(("value", "field"), [
+    ({"lower": 4, "upper": 3}, "side.upper"), ({"lower": 6}, "side.lower"), ({"lower": 1.5}, "side.lower"),
+    ({"from": 1}, "side"), ([], "side"), ([6], "side"), ([-1], "side"), ([True], "side"), ([1.0], "side"),
+    ("1,2", "side"), (b"12", "side"), (3, "side"), (None, "side"),
+])
+def test_check_index_set_refuses_naming_the_field(value, field):
+    with pytest.raises(InvalidParameterError, match=rf"'{field}' parameter of owner"):
+        check_index_set(value, "side", "owner", 5)
 
 
 def test_check_choice_lists_options():
