@@ -13,8 +13,8 @@
 ``lp`` and ``interaction`` solve a program to the solver's tolerance and then make its point
 exactly private (``lp``: repeated majorant, then a mix if needed; ``interaction``: T clipped
 and renormalised), which costs up to the tolerance times the largest loss: 1.2e-9 (relative)
-at n = 200 under absolute loss (4e-7 with one majorant round and a uniform mix, until
-2026-11-29), 5.7e-5 for ``interaction`` under squared loss with S = {8..20}. So each carries a
+at n = 200, epsilon = 1 under absolute loss (2.2e-7 with one majorant round and a uniform mix,
+until 2026-11-29), 5.7e-5 for ``interaction`` under squared loss with S = {8..20}. So each carries a
 certified lower bound from its own LP's duals (:func:`gs_dual_bound`,
 :func:`interaction_dual_bound`; ``lp`` also the latter at its prior) and reports "optimal"
 (``exact``) only when the two meet within :data:`GAP_TOLERANCE`, as ``factored`` does;
