@@ -169,8 +169,8 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
     an LP on which the default simplex is slow); the retries below are unchanged.
 
     HiGHS is retried when it fails or returns a point that violates a constraint by
-    more than ``VIOLATION_RETRY`` although it reports "optimal": first without
-    presolve (dual simplex can fail after presolve on geometric kernels, e.g.
+    more than ``VIOLATION_RETRY`` although it reports "optimal": a QP first with
+    :data:`QP_RETRY`; then without presolve (dual simplex can fail after presolve on geometric kernels, e.g.
     alpha = 0.9), then without scaling (with its default scaling, HiGHS has returned
     GS LP solutions whose row sums are off by 4e-6 at n = 100), then with the
     interior-point solver and crossover (dual simplex has stopped with "Solve error"
@@ -198,6 +198,7 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
         best = _snapshot(program)
     if name == "HIGHS":
         retries = (
+            *(() if _is_lp(program) else (QP_RETRY,)),
             {"presolve": "off"},
             {"presolve": "off", "simplex_scale_strategy": 0},
             {"highs_options": {"solver": "ipm", "run_crossover": "on"}},
@@ -218,6 +219,13 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
         solver=name, status=cp.OPTIMAL, seconds=seconds, objective=best.objective, max_violation=best.violation
     )
 
+
+#: HiGHS's first retry of a QP (its QP solver is active-set; the interior point takes LPs only):
+#: a larger regularisation of the reduced Hessian. With the default 1e-7, HiGHS 1.16 stopped on
+#: the d_X ``exact_surrogate`` QP of ``problems/dx_hotspots.toml`` (69 columns, a diagonal
+#: Hessian of 1s and 2s) with "QP solver model status: Non-convex"; with 1e-5 (and 1e-3) it
+#: solved it, 1e-12 (relative) from Clarabel's optimum.
+QP_RETRY: dict[str, Any] = {"highs_options": {"qp_regularization_value": 1e-5}}
 
 #: HiGHS's attempt when every other one failed: the interior point without crossover.
 LAST_RESORT: dict[str, Any] = {"highs_options": {"solver": "ipm", "run_crossover": "off"}}

@@ -25,6 +25,42 @@ def test_a_first_attempt_that_fails_falls_back_to_the_retries():
     assert run_program(program, owner="test", highs_first={"solver": "no_such_method"}).objective == pytest.approx(2.0, rel=1e-9)
 
 
+def test_a_failed_qp_is_retried_first_with_a_larger_hessian_regularisation(monkeypatch):
+    """An LP's retries are unchanged (the option only acts on QPs); a QP's first retry is QP_RETRY."""
+    import dpopt.solvers as solvers
+
+    real = solvers._attempt
+    tried = []
+
+    def first_fails(program, name, options):
+        tried.append(options.get("highs_options", {}))
+        return "solver_error: Solve error" if len(tried) == 1 else real(program, name, options)
+
+    monkeypatch.setattr(solvers, "_attempt", first_fails)
+    x = cp.Variable(2)
+    qp = cp.Problem(cp.Minimize(cp.sum_squares(x - 1.0)), [x[0] + x[1] <= 1.0])
+    assert run_program(qp, solver="HIGHS", owner="test").objective == pytest.approx(0.5, rel=1e-8)
+    assert tried[1] == solvers.QP_RETRY["highs_options"]
+    tried.clear()
+    program, _ = small_lp()
+    run_program(program, owner="test")
+    assert solvers.QP_RETRY["highs_options"] not in tried
+
+
+def test_highs_solves_the_hotspots_surrogate_qp_it_called_non_convex():
+    """HiGHS 1.16 stopped on this convex QP (diagonal Hessian of 1s and 2s) with "Non-convex" at
+    its default regularisation; the retry solves it, to Clarabel's optimum."""
+    import dpopt
+    from dpopt.problem_files import load_problem
+    from tests.conftest import PROBLEMS
+
+    problem = load_problem(PROBLEMS / "dx_hotspots.toml")
+    highs = dpopt.solve(problem, "exact_surrogate", solver="HIGHS")
+    clarabel = dpopt.solve(problem, "exact_surrogate", solver="CLARABEL")
+    assert highs.solver == "HIGHS" and highs.certificate.ok and highs.exact
+    assert highs.objective == pytest.approx(clarabel.objective, rel=1e-9)
+
+
 def test_when_every_simplex_and_crossover_fail_the_interior_point_alone_is_the_last_retry(monkeypatch):
     """The count_query interaction LP at n = 200 under zero-one loss ended in "Solve error" for
     dual simplex, both simplex retries and the interior point with crossover (exit 3, 60 s);
