@@ -23,7 +23,7 @@ from dpopt.problems.statistical_query import StatisticalQuery
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
 from dpopt.validation import check_real, fail, read_text_file
 
-__all__ = ["ProblemFile", "load_problem", "read_problem_file", "problem_from_dict", "resolve_csv_paths", "PROBLEM_KINDS"]
+__all__ = ["ProblemFile", "load_problem", "read_problem_file", "problem_from_dict", "csv_paths", "resolve_csv_paths", "PROBLEM_KINDS"]
 
 METADATA_KEYS = ("title", "source", "expected_objective")
 
@@ -114,14 +114,19 @@ def read_problem_file(path: str | Path) -> ProblemFile:
     return ProblemFile(problem=problem, path=file, metadata={k: data[k] for k in METADATA_KEYS if k in data})
 
 
+def csv_paths(data: dict[str, Any]) -> dict[str, str]:
+    """The CSV files a problem dict reads: ``{table: path}`` for its ``metric`` and ``universe``
+    tables of ``type = "csv"``."""
+    return {table: spec["path"] for table in ("metric", "universe")
+            if isinstance(spec := data.get(table), dict) and spec.get("type") == "csv" and isinstance(spec.get("path"), str)}
+
+
 def resolve_csv_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """``data`` with the CSV paths of its ``metric`` and ``universe`` tables made absolute,
-    read relative to ``folder`` (the file that names them); absolute paths stay as they are.
-    The tables are replaced, not edited, so a dict shared with others is left alone."""
-    for table in ("metric", "universe"):
-        spec = data.get(table)
-        if isinstance(spec, dict) and spec.get("type") == "csv" and isinstance(spec.get("path"), str):
-            data[table] = {**spec, "path": str((folder / spec["path"]).resolve())}
+    """``data`` with the paths of :func:`csv_paths` made absolute, read relative to ``folder``
+    (the file that names them); absolute paths stay as they are. The tables are replaced, not
+    edited, so a dict shared with others is left alone."""
+    for table, path in csv_paths(data).items():
+        data[table] = {**data[table], "path": str((folder / path).resolve())}
     return data
 
 

@@ -170,8 +170,8 @@ def run_program(program: cp.Problem, *, solver: str | None = None, owner: str = 
 
     HiGHS is retried when it fails or returns a point that violates a constraint by
     more than ``VIOLATION_RETRY`` although it reports "optimal": a QP first with
-    :data:`QP_RETRY`; then without presolve (dual simplex can fail after presolve on geometric kernels, e.g.
-    alpha = 0.9), then without scaling (with its default scaling, HiGHS has returned
+    :data:`QP_RETRY`; then without presolve (dual simplex can fail after presolve on
+    geometric kernels, e.g. alpha = 0.9), then without scaling (with its default scaling, HiGHS has returned
     GS LP solutions whose row sums are off by 4e-6 at n = 100), then with the
     interior-point solver and crossover (dual simplex has stopped with "Solve error"
     on a well-posed zero-one instance), and, only if every attempt failed, without

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.limits import MAX_PROBLEM_FILE_BYTES
-from dpopt.problem_files import check_metadata, problem_from_dict, read_problem_file, resolve_csv_paths
+from dpopt.problem_files import check_metadata, csv_paths, problem_from_dict, read_problem_file, resolve_csv_paths
 from dpopt.validation import InvalidParameterError, check_int, fail, read_text_file
 
 __all__ = ["GENERATORS", "MAX_CELLS", "OWNER", "RESULT_COLUMNS", "Cell", "Sweep", "load_sweep", "sweep_from_dict"]
@@ -82,8 +82,7 @@ class Sweep:
 def _cell_key(problem: dict[str, Any], method: str) -> str:
     """The cell's identity in an output table: its problem, its method, and the bytes of any CSV
     file the problem reads (until 2026-11-29 an edited CSV universe resumed the old rows)."""
-    files = {table: _file_digest(spec["path"]) for table, spec in problem.items()
-             if isinstance(spec, dict) and spec.get("type") == "csv" and isinstance(spec.get("path"), str)}
+    files = {table: _file_digest(path) for table, path in csv_paths(problem).items()}
     text = json.dumps({"problem": problem, "method": method, **({"files": files} if files else {})}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
