@@ -217,6 +217,12 @@ still not met (see ``benchmarks/finite_query.py``).
   at epsilon = 1 and 4, and 1 (IPX dualizes, i.e. solves the primal) 1.8 and 1.4 s: the
   default already picks the faster form. The 1044-graph route in the same hour
   (``benchmarks/finite_query.py --parts 2``): 8.3, 20.9, 23.8 and 78 s at epsilon = 0.5, 1, 2, 4.
+* *Entries scaled by their expected size* (session 39, the full dual LP at epsilon = 4, where
+  the optimum's entries span e^-84 to 1): with ``x[a, r] = s[a, r] y[a, r]``,
+  ``s = max(e^(-eps hops to a dataset of value r), cap)`` (each dual row times s), HiGHS's
+  interior point took 36.7 s but ended "unknown" (cap 1e-9; certified bound 0.4% below),
+  64 s with a bound 8.6e-4 below (cap 1e-4), and 84 s with 1.9e-5 (cap 1e-2), against
+  87 s and 2.1e-5 unscaled in the same hour: the small entries are not what slows it.
 * *The relaxation to a few datasets as a route of its own* (session 15). Its optimum is the
   full optimum once the subset holds an optimal dual's support, which is small on the
   atlas (a vertex of the 6-node dual: 20 of 156 datasets, 0.04 s), but a mechanism for all

@@ -802,3 +802,68 @@ def test_another_solvers_bound_from_its_own_duals_is_below_the_optimum(universe,
     assert other.certificate.ok and other.details["lower_bound"] <= optimum.objective * (1 + 1e-12) + 1e-15
     if other.exact:
         assert other.objective <= optimum.objective * (1 + 2e-6) + 1e-12
+
+
+def _minorant_by_lowering(problem, x):
+    """The largest private minorant by another route: lower entries along privacy rows until
+    nothing moves (Bellman-Ford on the rows' log-bounds)."""
+    pairs, bounds = problem.privacy_pairs(implied=True)
+    y = x.copy()
+    for _ in range(len(x) + 1):
+        lowered = y.copy()
+        np.minimum.at(lowered, pairs[:, 0], y[pairs[:, 1]] * np.exp(bounds)[:, None])  # y[a] <= e^eps_ab y[b]
+        if (lowered >= y).all():
+            return y
+        y = lowered
+    raise AssertionError("no fixed point")
+
+
+@given(universe=st.one_of(universes(), metric_universes()), privacy=st.sampled_from(["neighbours", "metric"]),
+       epsilon=st.floats(0.1, 6.0), data=st.data())
+def test_graph_minorant_is_the_largest_private_lower_bound(universe, privacy, epsilon, data):
+    from dpopt.methods.finite_query import _graph_minorant
+
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon, privacy=privacy)
+    m, k = problem.size
+    x = np.array(data.draw(st.lists(st.lists(st.floats(0.0, 1.0), min_size=k, max_size=k), min_size=m, max_size=m)))
+    np.testing.assert_allclose(_graph_minorant(problem, x), _minorant_by_lowering(problem, x), rtol=1e-12, atol=1e-300)
+
+
+@given(universe=universes(), epsilon=st.floats(0.1, 4.0), seed=st.integers(0, 2**32 - 1))
+def test_the_trusted_minorant_keeps_the_trusted_entries_and_is_private_before_renormalising(universe, epsilon, seed):
+    from dpopt.methods.finite_query import TRUSTED, _graph_minorant, graph_majorant, trusted_minorant
+
+    problem = dpopt.FiniteQuery(universe=universe, epsilon=epsilon)
+    x = np.random.default_rng(seed).dirichlet(np.full(problem.size[1], 0.3), size=problem.size[0])
+    big = x >= TRUSTED * x.max(axis=1, keepdims=True)
+    unnormalised = _graph_minorant(problem, np.maximum(x, graph_majorant(problem, np.where(big, x, 0.0))))
+    assert (unnormalised[big] >= x[big] * (1 - 1e-12)).all()
+    assert certify_finite(problem, unnormalised).max_privacy_loss <= epsilon * (1 + 1e-9)
+    y = trusted_minorant(problem, x)
+    np.testing.assert_allclose(y, unnormalised / unnormalised.sum(axis=1, keepdims=True), rtol=1e-15)
+
+
+@pytest.mark.parametrize("loss", ["absolute", "squared"])
+def test_the_repair_lowers_an_interior_points_stray_ramp_instead_of_raising_its_basin(loss):
+    """HiGHS's interior point on the path 0..200 (epsilon = 1) ended "imprecise" with rows like
+    the optimum plus, in a far column, a ramp rising by e a row to 4.8e-8 beside an entry of
+    6.6e-13, and a lone entry of 6.4e-7 between neighbours of 0 and 2e-10. One majorant and a mix
+    left the objective 1.1e-3 (absolute) and 9.3e-3 (squared) above the optimum. Here the same
+    two defects on the optimum of the path 0..40 may cost at most their own mass (the lone
+    entry's row must be renormalised, and its neighbours follow), not their basin's: one
+    majorant and a mix (until 2026-11-29) cost 53 and 1,300 times it; now 0.33 and 0.88."""
+    n = 40
+    problem = dpopt.FiniteQuery(universe=path(n), epsilon=1.0, loss=loss)
+    optimum = dpopt.solve(dpopt.CountQuery(n=n, epsilon=1.0, loss=loss))
+    x = optimum.mechanism.to_numpy().copy()
+    x[3:12, n] = 4.8e-8 * np.exp(np.arange(-8, 1))  # rows 3..11 of the last column: a ramp up to row 11
+    x[12, n] = 6.6e-13
+    x[30, 0], x[29, 0], x[31, 0] = 6.4e-7, 0.0, 2e-10
+    defects = x[3:12, n].sum() + 6.4e-7 + 2e-10
+    x /= x.sum(axis=1, keepdims=True)
+    assert not certify_finite(problem, x).ok
+    from dpopt.methods.finite_query import mix_until_certified
+
+    repaired, certificate = mix_until_certified(problem, x)
+    assert certificate.ok and certify_finite(problem, repaired).ok
+    assert problem.objective_of(repaired) - optimum.objective <= defects
