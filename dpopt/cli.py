@@ -2,9 +2,14 @@
 
     dpopt solve PROBLEM.toml [--method auto|lp|NAME] [--solver NAME] [--export PATH] [--timeout S]
     dpopt compare PROBLEM.toml [--solver NAME] [--timeout S]
-    dpopt sample PROBLEM.toml --true-value V [--count K] [--seed S | --secure]
-    dpopt audit PROBLEM.toml [--method NAME] [--samples N] [--seed S] [--confidence C] [--pairs K]
+    dpopt sample PROBLEM.toml|EXPORT --true-value V [--count K] [--seed S | --secure]
+    dpopt audit PROBLEM.toml|EXPORT [--method NAME] [--samples N] [--seed S] [--confidence C] [--pairs K]
     dpopt sweep SWEEP.toml --output RESULTS.parquet [--workers K] [--scheduler ADDRESS] [--timeout S] [--memory] [--no-progress]
+
+``sample`` and ``audit`` read a problem file and solve it, or read back a mechanism that
+``solve --export`` wrote (``.csv``, ``.json``, ``.parquet``, ``.npz``): verified as
+:func:`dpopt.export.read_solution` verifies it (digest, certificate re-measured), so the
+releases come from exactly the mechanism that was exported, not from a new solve.
 
 Output is JSON on stdout (``compare``: one object per line, for every method that gave a
 certified mechanism; each that did not is one line on stderr; on a terminal, stderr also shows
@@ -36,7 +41,7 @@ from decimal import Decimal, InvalidOperation, localcontext
 from fractions import Fraction
 from typing import Any, Iterator, NoReturn, Sequence
 
-from dpopt.export import check_export_path
+from dpopt.export import EXPORT_FORMATS, check_export_path
 from dpopt.problem_files import load_problem
 from dpopt.registry import compare_plan, float_only, iter_compare_outcomes, solve
 from dpopt.solution import DATA_KINDS
@@ -67,6 +72,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"dpopt: error: {message}\n")
 
 
+_SOURCE_HELP = ("a problem file (solved first), or a mechanism exported by `dpopt solve --export` "
+                f"({', '.join(EXPORT_FORMATS)}; verified on reading, then used as it is)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dpopt", description="Design differentially private mechanisms by optimization.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -87,8 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     compare_cmd.add_argument("--timeout", type=_finite_float, default=None, metavar="S",
                              help="stop a method after S seconds (each method runs in its own process) and skip it")
 
-    sample_cmd = commands.add_parser("sample", help="draw releases from the solved, certified mechanism")
-    sample_cmd.add_argument("problem", metavar="PROBLEM.toml")
+    sample_cmd = commands.add_parser("sample", help="draw releases from the solved, certified mechanism (or an exported one)")
+    sample_cmd.add_argument("problem", metavar="PROBLEM.toml|EXPORT", help=_SOURCE_HELP)
     sample_cmd.add_argument("--true-value", type=_exact_number, default=None, dest="true_value",
                             help="the true answer (for finite_query: the dataset's index in the universe; "
                                  "required except for dx_linear_query and statistical_query, which use the file's histogram or rows)")
@@ -96,15 +105,15 @@ def _parser() -> argparse.ArgumentParser:
     source = sample_cmd.add_mutually_exclusive_group()
     source.add_argument("--seed", type=int, default=None)
     source.add_argument("--secure", action="store_true", help="draw from the OS secure source (secrets)")
-    sample_cmd.add_argument("--method", default="auto")
-    sample_cmd.add_argument("--solver", default=None)
+    sample_cmd.add_argument("--method", default="auto", help="for a problem file only")
+    sample_cmd.add_argument("--solver", default=None, help="for a problem file only")
     sample_cmd.add_argument("--float", action="store_true", dest="float_path",
                             help="allow a floating-point sampler (simulation studies only, not releases)")
 
     audit_cmd = commands.add_parser("audit", help="a statistical lower bound on epsilon from the solution's own releases")
-    audit_cmd.add_argument("problem", metavar="PROBLEM.toml")
-    audit_cmd.add_argument("--method", default="auto")
-    audit_cmd.add_argument("--solver", default=None)
+    audit_cmd.add_argument("problem", metavar="PROBLEM.toml|EXPORT", help=_SOURCE_HELP)
+    audit_cmd.add_argument("--method", default="auto", help="for a problem file only")
+    audit_cmd.add_argument("--solver", default=None, help="for a problem file only")
     # --samples is the name DESIGN.md's contract gives; --draws is the name the audit's own API uses
     audit_cmd.add_argument("--samples", "--draws", type=int, default=100_000, dest="samples",
                            help="releases per input and half (default 100,000; --draws is the same option)")
@@ -221,8 +230,35 @@ def _summary_uncertified_message(summary: dict[str, Any]) -> str:
 def _run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Failure]]:
     """Do the command's work; return the JSON objects to print and what failed beside them."""
     if args.command == "compare":
-        return _compare_rows(load_problem(args.problem), args.solver, args.timeout)
+        return _compare_rows(_problem_file(args), args.solver, args.timeout)
     return _rows(args), []
+
+
+def _is_export(path: str) -> bool:
+    """Whether ``path`` names an export (by its suffix, as ``--export`` chooses the format)."""
+    return os.path.splitext(path)[1].lower() in EXPORT_FORMATS
+
+
+def _problem_file(args: argparse.Namespace) -> Any:
+    """The problem ``args.problem`` names; an export is refused naming the commands that read one."""
+    if _is_export(args.problem):
+        raise InvalidParameterError("PROBLEM", f"dpopt {args.command}", "a TOML problem file (an export, as this is, "
+                                    "is read by `dpopt sample` and `dpopt audit`)", args.problem)
+    return load_problem(args.problem)
+
+
+def _exported_solution(args: argparse.Namespace) -> Any:
+    """The certified solution an export holds (:func:`dpopt.export.read_solution`: nothing stored is
+    trusted); ``--method`` and ``--solver``, which choose a solve, are refused beside it."""
+    from dpopt.export import read_solution
+
+    for option, default in (("method", "auto"), ("solver", None)):
+        if getattr(args, option) != default:
+            raise InvalidParameterError(option, f"dpopt {args.command}", "left out when reading an export "
+                                        "(it holds its mechanism, solved by the method it names)", getattr(args, option))
+    if not os.path.isfile(args.problem):
+        raise InvalidParameterError("PROBLEM", f"dpopt {args.command}", "an existing problem file or export", args.problem)
+    return _certified(read_solution(args.problem))
 
 
 def _run_interruptibly(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Failure]]:
@@ -294,7 +330,8 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
                           progress=not args.no_progress, memory=args.memory, timeout=args.timeout)
         failed = int((table["error"].fillna("") != "").sum())
         return [{"kind": "sweep", "rows": len(table), "failed": failed, "output": str(output)}]
-    problem = load_problem(args.problem)
+    exported = _exported_solution(args) if args.command in ("sample", "audit") and _is_export(args.problem) else None
+    problem = exported.problem if exported is not None else _problem_file(args)
     if args.command == "solve":
         export = check_export_path(args.export) if args.export is not None else None
         if args.dense and export is None:  # it would change nothing: say so rather than ignore it
@@ -321,17 +358,18 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         check_int(args.samples, "samples", "dpopt audit", low=AUDIT_LIMITS["draws"][0], high=AUDIT_LIMITS["draws"][1])
         check_int(args.seed, "seed", "dpopt audit", low=0)
         check_real(args.confidence, "confidence", "dpopt audit", low=0.5, high=1.0, high_open=True)
-        solution = _certified(solve(problem, args.method, solver=args.solver))
+        solution = exported if exported is not None else _certified(solve(problem, args.method, solver=args.solver))
         report = audit_solution(solution, draws=args.samples, confidence=args.confidence, seed=args.seed, random_pairs=args.pairs)
-        return [{"kind": solution.kind, "method": solution.method, **report.to_dict()}]
+        source = {"export": args.problem} if exported is not None else {}
+        return [{"kind": solution.kind, "method": solution.method, **source, **report.to_dict()}]
     count = check_int(args.count, "count", "dpopt sample", low=1, high=MAX_RELEASES)
     if args.seed is not None and args.seed < 0:
         raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
     true_value = _true_value(problem, args.true_value)
-    floating = [] if args.float_path else float_only(problem, args.method)
+    floating = [] if args.float_path or exported is not None else float_only(problem, args.method)
     if floating:  # refused before any solving
         raise _float_refusal(problem, ", ".join(floating), several=len(floating) > 1)
-    solution = _certified(solve(problem, args.method, solver=args.solver))
+    solution = exported if exported is not None else _certified(solve(problem, args.method, solver=args.solver))
     try:
         releases = solution.sample(true_value, count, rng=args.seed, secure=args.secure, exact=not args.float_path)
     except InvalidParameterError as error:
@@ -342,6 +380,8 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     given: dict[str, Any] = {"true_value": f"{DATA_KINDS[problem.kind]} in the problem file" if true_value is None else true_value}
     if problem.kind == "finite_query":  # the row is a dataset: say whose value it holds
         given["query_value"] = float(problem.universe.values[true_value])
+    if exported is not None:
+        given["export"] = args.problem
     return [
         {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate", "sampler")}
         | given

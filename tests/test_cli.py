@@ -68,9 +68,10 @@ def test_compare_prints_the_certified_rows_when_a_method_fails(capsys, monkeypat
     import dataclasses
 
     from dpopt.certificates import Certificate
-    from dpopt.registry import REGISTRY
+    from dpopt.registry import REGISTRY, _load_methods
     from dpopt.validation import SolverError
 
+    _load_methods()  # alone in its worker, no earlier solve has filled the registry
     methods = REGISTRY["count_query"]
 
     def failing(problem, solver, repair):
@@ -97,9 +98,10 @@ def test_compare_skips_a_method_that_refuses_the_problem_as_it_runs(capsys, monk
     the others are printed and the refusal is one line on stderr."""
     import dataclasses
 
-    from dpopt.registry import REGISTRY
+    from dpopt.registry import REGISTRY, _load_methods
     from dpopt.validation import fail
 
+    _load_methods()  # alone in its worker, no earlier solve has filled the registry
     methods = REGISTRY["count_query"]
 
     def refusing(problem, solver, repair):
@@ -520,3 +522,44 @@ def test_ctrl_c_stops_a_solve_inside_the_solver_at_once(tmp_path, extra):
             command.communicate()
     assert command.returncode == 130 and out == ""
     assert err.count("\n") == 1 and err.startswith("dpopt: interrupted")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet", ".npz"])
+@pytest.mark.parametrize("problem,true_value", [(TABLE1, "2"), (str(PROBLEMS / "finite_query_explicit.toml"), "3")])
+def test_sample_reads_an_export_and_draws_what_the_solve_would(capsys, tmp_path, suffix, problem, true_value):
+    """A release from the exported mechanism itself, verified on reading (until 2026-11-29 the
+    command line re-solved a problem file; an export was refused as invalid TOML). With one seed
+    the draws are the problem file's: the export holds that mechanism exactly."""
+    target = tmp_path / f"m{suffix}"
+    assert run(capsys, "solve", problem, "--export", str(target))[0] == 0
+    args = ("--true-value", true_value, "--count", "40", "--seed", "7")
+    code, out, err = run(capsys, "sample", str(target), *args)
+    assert code == 0 and err == ""
+    exported, solved = json.loads(out), json.loads(run(capsys, "sample", problem, *args)[1])
+    assert exported["export"] == str(target) and "export" not in solved
+    assert exported["releases"] == solved["releases"] and exported["certificate"]["ok"]
+    code, out, _ = run(capsys, "audit", str(target), "--samples", "2000")
+    assert code == 0 and json.loads(out)["export"] == str(target) and json.loads(out)["passed"]
+
+
+def test_sample_refuses_an_edited_export_and_a_solve_option_beside_one(capsys, tmp_path):
+    target = tmp_path / "m.json"
+    run(capsys, "solve", TABLE1, "--export", str(target))
+    for option in (("--method", "lp"), ("--solver", "HIGHS")):
+        code, out, err = run(capsys, "sample", str(target), "--true-value", "1", *option)
+        assert code == cli.EXIT_BAD_INPUT and out == "" and f"'{option[0][2:]}'" in err and "reading an export" in err
+    data = json.loads(target.read_text())
+    data["summary"]["objective"] /= 2  # a better objective than was solved for
+    target.write_text(json.dumps(data))
+    code, out, err = run(capsys, "sample", str(target), "--true-value", "1")
+    assert code == cli.EXIT_BAD_INPUT and out == "" and len(err.splitlines()) == 1 and "digest" in err
+    code, out, err = run(capsys, "sample", str(tmp_path / "missing.npz"), "--true-value", "1")
+    assert code == cli.EXIT_BAD_INPUT and out == "" and "'PROBLEM'" in err and "existing problem file or export" in err
+
+
+@pytest.mark.parametrize("command", ["solve", "compare"])
+def test_solve_and_compare_refuse_an_export_naming_the_commands_that_read_one(capsys, tmp_path, command):
+    target = tmp_path / "m.npz"
+    run(capsys, "solve", TABLE1, "--export", str(target))
+    code, out, err = run(capsys, command, str(target))
+    assert code == cli.EXIT_BAD_INPUT and out == "" and "dpopt sample" in err and "'PROBLEM'" in err
