@@ -41,7 +41,7 @@ from decimal import Decimal, InvalidOperation, localcontext
 from fractions import Fraction
 from typing import Any, Iterator, NoReturn, Sequence
 
-from dpopt.export import EXPORT_FORMATS, check_export_path
+from dpopt.export import EXPORT_FORMATS, check_export_path, exports_parameters
 from dpopt.problem_files import load_problem
 from dpopt.registry import compare_plan, float_only, iter_compare_outcomes, solve
 from dpopt.solution import DATA_KINDS
@@ -336,8 +336,11 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         export = check_export_path(args.export) if args.export is not None else None
         if args.dense and export is None:  # it would change nothing: say so rather than ignore it
             raise InvalidParameterError("dense", "dpopt solve", "given with --export PATH (it chooses what the export writes)", True)
-        if export is not None and problem.kind == "calibration" and export.suffix.lower() not in (".json", ".csv"):
-            raise InvalidParameterError("export", "dpopt solve", "a .json or .csv path for a calibration (its result is parameters)", str(export))
+        if export is not None and exports_parameters(problem) and export.suffix.lower() != ".json":
+            # refused before the solve: until 2026-11-29 only calibrations were, and as ".json or .csv",
+            # although a calibration's .csv was refused after its solve like every parameter solution's
+            raise InvalidParameterError("export", "dpopt solve", f"a .json path for a {problem.kind} problem (its result "
+                                        "is parameters, not a matrix)", str(export))
         if export is not None and hasattr(problem, "matrix_bytes"):  # a matrix built only for the export: sized first
             check_memory(problem.matrix_bytes, "export", "dpopt solve", str(export),
                          what="the mechanism matrix it writes (integer noise: Delta + 1 rows; `dpopt sample` needs no matrix)")

@@ -24,10 +24,18 @@ import numpy as np
 from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import DPOptError, fail
 
-__all__ = ["EXPORT_FORMATS", "ExportFileError", "StoredSolution", "check_export_path", "export_solution", "read_solution"]
+__all__ = ["EXPORT_FORMATS", "ExportFileError", "StoredSolution", "check_export_path", "export_solution", "exports_parameters", "read_solution"]
 
 EXPORT_FORMATS = (".csv", ".json", ".parquet", ".npz")
 FORMAT_VERSION = 2
+
+
+def exports_parameters(problem: Any) -> bool:
+    """Whether every method's solution of ``problem`` is parameters, not a matrix (a calibration,
+    d_X or statistical-query scales, a noise density on the real line for a neighbouring set),
+    so that it exports as ``.json`` only: known before any solve (``tests/test_registry.py``
+    holds it to every registered method's solution)."""
+    return problem.kind in ("calibration", "dx_linear_query", "statistical_query") or hasattr(problem, "neighbouring_set")
 
 
 def check_export_path(path: str | os.PathLike[str]) -> Path:

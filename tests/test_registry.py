@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import dpopt
+from dpopt.export import exports_parameters
 from dpopt.problem_files import load_problem
 from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.registry import REGISTRY, methods_for
@@ -78,6 +79,8 @@ def test_method_contract(kind, name):
     solution = dpopt.solve(problem, name)
     assert solution.method == name and solution.exact == REGISTRY[kind][name].is_exact(problem)
     assert solution.certificate.ok
+    if exports_parameters(problem):  # what dpopt solve --export checks first: then .json only
+        assert solution.parameters is not None
     if solution.parameters is None:
         x = solution.mechanism.to_numpy()
         assert (x >= 0).all() and np.allclose(x.sum(axis=1), 1, atol=1e-9)
