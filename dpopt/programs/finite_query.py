@@ -235,6 +235,7 @@ still not met (see ``benchmarks/finite_query.py``).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -410,6 +411,17 @@ def certified_lower_bound(problem: FiniteQuery | ReducedMinimaxLP, dual: DualLP,
     homogeneous in them, so scaling keeps feasibility); then the largest feasible
     ``pi_a = min_r (c[a, r] - [rest of row (a, r)])`` gives a dual-feasible point, and by weak
     duality ``sum pi`` bounds every private mechanism's objective from below.
+
+    The bound holds in exact arithmetic for the LP as built (its float64 coefficients
+    ``e^eps``), not only in floating point: until 2026-11-29 it was summed in doubles and
+    could sit a rounding above what its dual point proves (at epsilon = 30, where
+    ``e^eps lam`` terms of 1e12 cancel, 2e-17 above). The rows are formed in extended
+    precision (``np.longdouble``; where that is a double, as on some platforms, the
+    allowance grows and the bound stays valid), each ``pi_a`` is lowered by
+    :func:`_rounding_allowance` (and, for the average objective, by the rounding of its stored
+    ``c = w L``) and rounded down to a double, the sum is taken exactly rounded
+    (``math.fsum``), and for minimax it is divided by the stored ``mu``'s exact sum (the point
+    scaled by it is feasible for ``sum mu = 1``), each step rounded the safe way.
     """
     m, k = problem.size
     z = np.asarray(columns, dtype=float).copy()
@@ -420,8 +432,45 @@ def certified_lower_bound(problem: FiniteQuery | ReducedMinimaxLP, dual: DualLP,
             return -np.inf
         z[m:] /= total
     z[:m] = 0.0
-    rest = (dual.matrix @ z)[: m * k].reshape(m, k)
-    return float(np.min(dual.rhs - rest, axis=1).sum())
+    wide = z.astype(np.longdouble)
+    matrix = dual.matrix.astype(np.longdouble)
+    rest = (matrix @ wide)[: m * k]
+    rhs = dual.rhs.ravel().astype(np.longdouble)
+    # the average objective's c = w L is stored as a double: its rounding too (the objective is the exact product)
+    stored = np.abs(rhs) * np.finfo(float).eps
+    rows = rhs - rest - _rounding_allowance(matrix, wide, rhs, m * k) - stored
+    pi = np.min(rows.reshape(m, k), axis=1)
+    if not np.isfinite(pi).all():
+        return -np.inf
+    pi = np.nextafter(pi.astype(float), -np.inf)  # the double below each extended value
+    low, high = _interval(math.fsum(pi.tolist()))
+    if not dual.mu_columns.size:
+        return low
+    mu_low, mu_high = _interval(math.fsum(z[dual.mu_columns].tolist()))
+    return _down(low / mu_high if low >= 0 else low / mu_low)
+
+
+def _rounding_allowance(matrix: sparse.csc_array, z: np.ndarray, rhs: np.ndarray, rows: int) -> np.ndarray:
+    """An upper bound on the error of each of the first ``rows`` entries of ``rhs - A z`` formed
+    in ``z``'s precision, against exact arithmetic on the same stored numbers: a dot product of
+    t terms is within ``gamma_t sum |terms|`` of exact (Higham, Accuracy and Stability of
+    Numerical Algorithms, Eq. 3.5) and the subtraction adds a term; taken twice over, which
+    also covers the rounding of this bound and of the subtraction it enters."""
+    magnitude = (abs(matrix) @ np.abs(z))[:rows] + np.abs(rhs)
+    terms = np.bincount(matrix.indices, minlength=matrix.shape[0])[:rows] + 2
+    unit = np.finfo(z.dtype).eps / 2
+    return 2 * terms * unit / (1 - terms * unit) * magnitude
+
+
+def _interval(value: float) -> tuple[float, float]:
+    """The floats one unit in the last place either side of ``value``, a correctly rounded
+    result (``math.fsum``), between which the exact value lies."""
+    return float(np.nextafter(value, -np.inf)), float(np.nextafter(value, np.inf))
+
+
+def _down(value: float) -> float:
+    """``value`` (one rounded division) stepped down past its rounding error."""
+    return float(np.nextafter(np.nextafter(value, -np.inf), -np.inf))
 
 
 #: A dataset joins the relaxation's subset when its row-sum or minimax dual is at least this

@@ -312,3 +312,52 @@ def test_quotients_solved_in_child_processes_give_what_one_after_another_gives(m
     assert in_children.details["quotient_classes"] == in_turn.details["quotient_classes"] == 68
     np.testing.assert_array_equal(in_children.mechanism.to_numpy(), in_turn.mechanism.to_numpy())
     assert in_children.details["lower_bound"] == in_turn.details["lower_bound"]
+
+
+def _exact_dual_bound(problem, dual: DualLP, columns: np.ndarray):
+    """The bound of :func:`certified_lower_bound`'s dual point in exact rational arithmetic on the
+    LP as built (its stored float64 coefficients): what the bound must not exceed."""
+    from fractions import Fraction
+
+    m, k = problem.size
+    z = np.asarray(columns, dtype=float).copy()  # the same float steps as the bound's
+    z[m:] = np.clip(z[m:], 0.0, None)
+    if dual.mu_columns.size:
+        z[m:] /= z[dual.mu_columns].sum()
+    z[:m] = 0.0
+    matrix = dual.matrix.tocoo()
+    rest = [Fraction(0)] * (m * k)
+    for row, col, value in zip(matrix.row, matrix.col, matrix.data):
+        if row >= m * k or z[col] == 0:
+            continue
+        rest[row] += Fraction(float(value)) * Fraction(float(z[col]))
+    if dual.mu_columns.size:
+        rhs = [Fraction(0)] * (m * k)
+    else:
+        rhs = [Fraction(float(w)) * Fraction(float(loss)) for w, row in zip(problem.weights, problem.loss_matrix) for loss in row]
+    pi = [min(rhs[a * k + r] - rest[a * k + r] for r in range(k)) for a in range(m)]
+    total = sum(pi, Fraction(0))
+    return total / sum((Fraction(float(z[c])) for c in dual.mu_columns), Fraction(0)) if dual.mu_columns.size else total
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(universe=connected_universes(), epsilon=st.floats(0.05, 30.0), objective=st.sampled_from(["minimax", "average"]),
+       seed=st.integers(0, 2**32 - 1), near=st.booleans())
+def test_the_certified_bound_holds_in_exact_arithmetic(universe, epsilon, objective, seed, near):
+    """Until 2026-11-29 the bound was summed in floats and could sit a rounding above what its
+    dual point proves (a random probe: 5.1e-17 above an optimum of 0). Now each row carries a
+    rounding allowance; the dual point is either random or the solver's own (``near``: where
+    the bound is tight and a rounding decides; at epsilon up to 30, where terms of e^eps lam
+    cancel)."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 4, size=universe.size).astype(float)
+    problem = dpopt.FiniteQuery(universe=Universe.from_edges(values, universe.neighbours), epsilon=epsilon, objective=objective)
+    dual = build_dual_lp(problem)
+    if near:
+        columns = finite_query.solve_here(dual.arrays, finite_query._interior_point_options(True)).col_value
+    else:
+        columns = np.abs(rng.standard_normal(dual.matrix.shape[1])) * rng.random(dual.matrix.shape[1])
+    bound = certified_lower_bound(problem, dual, columns)
+    exact = _exact_dual_bound(problem, dual, columns)
+    assert bound <= exact
+    assert float(exact) - bound <= 1e-12 * max(1.0, abs(float(exact)))
