@@ -330,6 +330,7 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
                           progress=not args.no_progress, memory=args.memory, timeout=args.timeout)
         failed = int((table["error"].fillna("") != "").sum())
         return [{"kind": "sweep", "rows": len(table), "failed": failed, "output": str(output)}]
+    _check_draw_options(args)  # before an export is read: it may be large
     exported = _exported_solution(args) if args.command in ("sample", "audit") and _is_export(args.problem) else None
     problem = exported.problem if exported is not None else _problem_file(args)
     if args.command == "solve":
@@ -353,21 +354,15 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
             summary = solution.summary()
         return [{**summary, **({"export": str(export)} if export else {})}]
     if args.command == "audit":
-        from dpopt.privacy_audit import AUDIT_LIMITS, audit_solution
+        from dpopt.privacy_audit import audit_solution
 
         if problem.kind in DATA_KINDS and getattr(problem, DATA_KINDS[problem.kind]) is None:  # refused before any work
             raise InvalidParameterError(DATA_KINDS[problem.kind], "dpopt audit", "given in the problem file (the dataset whose neighbours are audited)", None)
-        check_int(args.pairs, "pairs", "dpopt audit", low=0, high=100)
-        check_int(args.samples, "samples", "dpopt audit", low=AUDIT_LIMITS["draws"][0], high=AUDIT_LIMITS["draws"][1])
-        check_int(args.seed, "seed", "dpopt audit", low=0)
-        check_real(args.confidence, "confidence", "dpopt audit", low=0.5, high=1.0, high_open=True)
         solution = exported if exported is not None else _certified(solve(problem, args.method, solver=args.solver))
         report = audit_solution(solution, draws=args.samples, confidence=args.confidence, seed=args.seed, random_pairs=args.pairs)
         source = {"export": args.problem} if exported is not None else {}
         return [{"kind": solution.kind, "method": solution.method, **source, **report.to_dict()}]
-    count = check_int(args.count, "count", "dpopt sample", low=1, high=MAX_RELEASES)
-    if args.seed is not None and args.seed < 0:
-        raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
+    count = args.count
     true_value = _true_value(problem, args.true_value)
     floating = [] if args.float_path or exported is not None else float_only(problem, args.method)
     if floating:  # refused before any solving
@@ -395,6 +390,21 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
             "releases": releases.tolist(),
         }
     ]
+
+
+def _check_draw_options(args: argparse.Namespace) -> None:
+    """``sample``'s and ``audit``'s numeric options, refused before any file is read."""
+    if args.command == "sample":
+        check_int(args.count, "count", "dpopt sample", low=1, high=MAX_RELEASES)
+        if args.seed is not None and args.seed < 0:
+            raise InvalidParameterError("seed", "dpopt sample", "an integer >= 0", args.seed)
+    elif args.command == "audit":
+        from dpopt.privacy_audit import AUDIT_LIMITS
+
+        check_int(args.pairs, "pairs", "dpopt audit", low=0, high=100)
+        check_int(args.samples, "samples", "dpopt audit", low=AUDIT_LIMITS["draws"][0], high=AUDIT_LIMITS["draws"][1])
+        check_int(args.seed, "seed", "dpopt audit", low=0)
+        check_real(args.confidence, "confidence", "dpopt audit", low=0.5, high=1.0, high_open=True)
 
 
 def _float_refusal(problem: Any, method: str, *, several: bool = False) -> InvalidParameterError:

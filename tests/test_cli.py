@@ -575,3 +575,13 @@ def test_an_export_format_a_parameter_solution_cannot_take_is_refused_before_the
     code, out, err = run(capsys, "solve", str(PROBLEMS / f"{name}.toml"), "--export", str(target))
     assert code == cli.EXIT_BAD_INPUT and out == "" and "'export'" in err and "a .json path" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args,needle", [(("sample", "missing.npz", "--true-value", "1", "--count", "0"), "'count'"),
+                                         (("sample", "missing.json", "--true-value", "1", "--seed", "-3"), "'seed'"),
+                                         (("audit", "missing.parquet", "--samples", "0"), "'samples'"),
+                                         (("audit", "missing.csv", "--confidence", "2"), "'confidence'")])
+def test_draw_options_are_refused_before_an_export_is_read(capsys, args, needle):
+    """An export may be gigabytes: a bad count or seed is found first (the file here does not even exist)."""
+    code, out, err = run(capsys, *args)
+    assert code == cli.EXIT_BAD_INPUT and out == "" and needle in err
