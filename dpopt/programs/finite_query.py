@@ -443,7 +443,7 @@ def certified_lower_bound(problem: FiniteQuery | ReducedMinimaxLP, dual: DualLP,
     if not np.isfinite(pi).all():
         return -np.inf
     pi = np.nextafter(pi.astype(float), -np.inf)  # the double below each extended value
-    low, high = _interval(math.fsum(pi.tolist()))
+    low = _interval(math.fsum(pi.tolist()))[0]
     if not dual.mu_columns.size:
         return low
     mu_low, mu_high = _interval(math.fsum(z[dual.mu_columns].tolist()))
