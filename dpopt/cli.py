@@ -337,11 +337,12 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         export = check_export_path(args.export) if args.export is not None else None
         if args.dense and export is None:  # it would change nothing: say so rather than ignore it
             raise InvalidParameterError("dense", "dpopt solve", "given with --export PATH (it chooses what the export writes)", True)
-        if export is not None and exports_parameters(problem) and export.suffix.lower() != ".json":
+        if export is not None and exports_parameters(problem, args.method) and export.suffix.lower() != ".json":
             # refused before the solve: until 2026-11-29 only calibrations were, and as ".json or .csv",
             # although a calibration's .csv was refused after its solve like every parameter solution's
-            raise InvalidParameterError("export", "dpopt solve", f"a .json path for a {problem.kind} problem (its result "
-                                        "is parameters, not a matrix)", str(export))
+            whose = f"a {problem.kind} problem" + ("" if args.method == "auto" else f" by {args.method}")
+            raise InvalidParameterError("export", "dpopt solve", f"a .json path for {whose} (its result is parameters, "
+                                        "not a matrix)", str(export))
         if export is not None and hasattr(problem, "matrix_bytes"):  # a matrix built only for the export: sized first
             check_memory(problem.matrix_bytes, "export", "dpopt solve", str(export),
                          what="the mechanism matrix it writes (integer noise: Delta + 1 rows; `dpopt sample` needs no matrix)")

@@ -565,14 +565,15 @@ def test_solve_and_compare_refuse_an_export_naming_the_commands_that_read_one(ca
     assert code == cli.EXIT_BAD_INPUT and out == "" and "dpopt sample" in err and "'PROBLEM'" in err
 
 
-@pytest.mark.parametrize("name,suffix", [("calibration_gaussian_analytic", ".csv"), ("dx_example1", ".npz"),
-                                         ("statistical_marginal", ".parquet"), ("noise_adding_neighbouring_set", ".csv")])
-def test_an_export_format_a_parameter_solution_cannot_take_is_refused_before_the_solve(capsys, tmp_path, monkeypatch, name, suffix):
+@pytest.mark.parametrize("name,suffix,method", [("calibration_gaussian_analytic", ".csv", []), ("dx_example1", ".npz", []),
+                                                ("statistical_marginal", ".parquet", []), ("noise_adding_neighbouring_set", ".csv", []),
+                                                ("multi_level_release", ".npz", ["--method", "factored"])])
+def test_an_export_format_a_parameter_solution_cannot_take_is_refused_before_the_solve(capsys, tmp_path, monkeypatch, name, suffix, method):
     """Until 2026-11-29 only a calibration was checked first, and allowed .csv, which its export then
     refused after the solve; a d_X or neighbouring-set problem solved (minutes, for large ones) first."""
     monkeypatch.setattr(cli, "solve", lambda *args, **kwargs: pytest.fail("solved before refusing the export"))
     target = tmp_path / f"m{suffix}"
-    code, out, err = run(capsys, "solve", str(PROBLEMS / f"{name}.toml"), "--export", str(target))
+    code, out, err = run(capsys, "solve", str(PROBLEMS / f"{name}.toml"), "--export", str(target), *method)
     assert code == cli.EXIT_BAD_INPUT and out == "" and "'export'" in err and "a .json path" in err
     assert list(tmp_path.iterdir()) == []
 

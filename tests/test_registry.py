@@ -79,8 +79,9 @@ def test_method_contract(kind, name):
     solution = dpopt.solve(problem, name)
     assert solution.method == name and solution.exact == REGISTRY[kind][name].is_exact(problem)
     assert solution.certificate.ok
-    if exports_parameters(problem):  # what dpopt solve --export checks first: then .json only
-        assert solution.parameters is not None
+    # what dpopt solve --export checks first (then .json only), by method and for auto
+    assert exports_parameters(problem, name) == (solution.parameters is not None)
+    assert not exports_parameters(problem) or solution.parameters is not None
     if solution.parameters is None:
         x = solution.mechanism.to_numpy()
         assert (x >= 0).all() and np.allclose(x.sum(axis=1), 1, atol=1e-9)
