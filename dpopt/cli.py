@@ -378,7 +378,9 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     summary = solution.summary()
     given: dict[str, Any] = {"true_value": f"{DATA_KINDS[problem.kind]} in the problem file" if true_value is None else true_value}
     if problem.kind == "finite_query":  # the row is a dataset: say whose value it holds
-        given["query_value"] = float(problem.universe.values[true_value])
+        value = float(problem.universe.values[true_value])
+        whole = value.is_integer() and abs(value) < 2.0**53 and releases.dtype.kind == "i"  # as its releases are
+        given["query_value"] = int(value) if whole else value
     if exported is not None:
         given["export"] = args.problem
     return [

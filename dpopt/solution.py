@@ -23,6 +23,17 @@ DATA_KINDS: dict[str, str] = {"dx_linear_query": "histogram", "statistical_query
 Sampler = Callable[[int, int, RandomSource], np.ndarray]
 
 
+def _release_labels(labels: np.ndarray) -> np.ndarray:
+    """The outputs a release draws from: float labels that are all whole numbers (below 2^53, where
+    every double is one) as int64, so a finite universe's integer outputs release as integers,
+    as a count query's do (until 2026-11-29 a triangle count was released as 3.0). Decided by the
+    labels, not the draws, so one mechanism always releases one type."""
+    if labels.dtype.kind == "f" and labels.size and np.isfinite(labels).all() and (np.abs(labels) < 2.0**53).all() \
+            and (labels == np.round(labels)).all():
+        return labels.astype(np.int64)
+    return labels
+
+
 def mechanism_frame(matrix: np.ndarray, rows: Any = None, columns: Any = None) -> pd.DataFrame:
     """Label a mechanism matrix: index = true value, columns = released value."""
     x = np.asarray(matrix, dtype=float)
@@ -243,7 +254,7 @@ class Solution:
         if self.factored is not None:
             return self.factored.sample(row, count, source)
         drawn = sample_row(self.mechanism.to_numpy(), row, count, self.certificate, source)
-        return self.mechanism.columns.to_numpy()[drawn]
+        return _release_labels(self.mechanism.columns.to_numpy())[drawn]
 
     def export(self, path: str, *, dense: bool = False) -> None:
         """Write the mechanism with its certificate; the format follows the suffix.

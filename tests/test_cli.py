@@ -5,6 +5,7 @@ import subprocess
 import sys
 from decimal import Decimal
 
+import numpy as np
 import pytest
 
 from dpopt import cli
@@ -586,3 +587,18 @@ def test_draw_options_are_refused_before_an_export_is_read(capsys, args, needle)
     """An export may be gigabytes: a bad count or seed is found first (the file here does not even exist)."""
     code, out, err = run(capsys, *args)
     assert code == cli.EXIT_BAD_INPUT and out == "" and needle in err
+
+
+def test_a_finite_universe_with_whole_outputs_releases_integers(capsys):
+    """Triangle counts and the like were released as 3.0 (the universe's values are floats) until
+    2026-11-29, where a count query releases 3; outputs that are not all whole stay floats."""
+    import dpopt
+
+    path = str(PROBLEMS / "finite_query_explicit.toml")
+    data = json.loads(run(capsys, "sample", path, "--true-value", "3", "--count", "20", "--seed", "2")[1])
+    assert all(type(r) is int for r in data["releases"]) and type(data["query_value"]) is int and data["query_value"] == 4
+    halves = dpopt.FiniteQuery(universe={"type": "explicit", "values": [0, 0.5, 1], "neighbours": [[0, 1], [1, 2]]}, epsilon=1.0)
+    releases = dpopt.solve(halves).sample(2, 50, rng=1)
+    assert releases.dtype == np.float64 and set(releases) <= {0.0, 0.5, 1.0}
+    whole = dpopt.FiniteQuery(universe={"type": "explicit", "values": [0, 2, 7], "neighbours": [[0, 1], [1, 2]]}, epsilon=1.0)
+    assert dpopt.solve(whole).sample(1, 50, rng=1).dtype == np.int64
