@@ -407,10 +407,13 @@ def _read(path: Path) -> StoredSolution:
     elif suffix == ".parquet":
         import pyarrow.parquet as pq
 
+        footer = pq.ParquetFile(path).metadata
+        _check_expanded(path, 8 * footer.num_rows * footer.num_columns)
         arrow = pq.read_table(path)
         meta = json.loads(arrow.schema.metadata[b"dpopt"])
         table = arrow.to_pandas()
     else:
+        _check_expanded(path, _npz_declared_bytes(path))
         with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
             meta = json.loads(str(data["metadata"]))
             if "factored" in meta:
@@ -448,6 +451,29 @@ def _check_structure(path: Path, meta: dict[str, Any], table: pd.DataFrame | Non
 
 #: Exports larger than this are refused unread (a dense n = 10,000 matrix is ~1.6 GB as CSV).
 MAX_EXPORT_BYTES = 4 << 30
+
+
+def _check_expanded(path: Path, size: int) -> None:
+    """Refuse a compressed export whose arrays would expand beyond :data:`MAX_EXPORT_BYTES`, from
+    their declared sizes and before any is read (a few MB of zeros can declare a 30,000 x
+    30,000 matrix: 7 GB allocated before its shape was checked against the problem)."""
+    if size > MAX_EXPORT_BYTES:
+        raise ExportFileError(path, f"its arrays would take {size:,} bytes, more than the {MAX_EXPORT_BYTES:,} an export may have")
+
+
+def _npz_declared_bytes(path: Path) -> int:
+    """The bytes the arrays of an ``.npz`` declare in their headers (read without the data)."""
+    import zipfile
+
+    total = 0
+    with zipfile.ZipFile(path) as archive:
+        for member in archive.infolist():
+            with archive.open(member) as handle:
+                version = np.lib.format.read_magic(handle)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, _, dtype = read(handle)
+                total += int(np.prod(shape, dtype=object)) * dtype.itemsize
+    return total
 
 
 def _bounded(path: Path) -> Path:

@@ -396,3 +396,26 @@ def test_an_export_whose_metric_would_not_fit_in_memory_is_refused_before_writin
     monkeypatch.setenv("DPOPT_MEMORY_LIMIT", str(50 * 2**20))
     solution.export(str(tmp_path / "m.npz"))
     assert read_solution(str(tmp_path / "m.npz")).objective == solution.objective
+
+
+def test_an_npz_declaring_arrays_beyond_the_limit_is_refused_before_any_is_read(tmp_path, solution, monkeypatch):
+    """A few MB of compressed zeros declared a 30,000 x 30,000 mechanism: until 2026-11-29 it was
+    allocated (7.2 GB) before its shape was checked. Now the headers are read first."""
+    import io
+    import zipfile
+
+    import dpopt.export
+
+    path = tmp_path / "m.npz"
+    solution.export(str(path))
+    forged = tmp_path / "forged.npz"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(forged, "w") as target:
+        for member in source.infolist():
+            if member.filename != "mechanism.npy":
+                target.writestr(member, source.read(member))
+        header = io.BytesIO()  # a header alone: the data is never reached
+        np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (30_000, 30_000)})
+        target.writestr("mechanism.npy", header.getvalue())
+    monkeypatch.setattr(dpopt.export.np, "load", lambda *a, **k: pytest.fail("an array was read"))
+    with pytest.raises(ExportFileError, match="its arrays would take 7,200,00"):
+        read_solution(forged)
