@@ -24,8 +24,8 @@ Sampler = Callable[[int, int, RandomSource], np.ndarray]
 
 
 def _release_labels(labels: np.ndarray) -> np.ndarray:
-    """The outputs a release draws from: float labels that are all whole numbers (below 2^53, where
-    every double is one) as int64, so a finite universe's integer outputs release as integers,
+    """The outputs a release draws from: float labels that are all whole numbers (of magnitude below
+    2^53, so each converts exactly) as int64, so a finite universe's integer outputs release as integers,
     as a count query's do (until 2026-11-29 a triangle count was released as 3.0). Decided by the
     labels, not the draws, so one mechanism always releases one type."""
     if labels.dtype.kind == "f" and labels.size and np.isfinite(labels).all() and (np.abs(labels) < 2.0**53).all() \
