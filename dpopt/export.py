@@ -385,7 +385,10 @@ def _read(path: Path) -> StoredSolution:
     suffix = path.suffix.lower()
     table: pd.DataFrame | None
     if suffix == ".csv":
-        meta = json.loads(_bounded(Path(f"{path}.meta.json")).read_text())
+        companion = Path(f"{path}.meta.json")
+        if not companion.exists():  # named, not a bare FileNotFoundError
+            raise ExportFileError(path, f"its metadata file {companion.name} is missing (a .csv export is the two files together)")
+        meta = json.loads(_bounded(companion).read_text())
         if "parameters" in meta:
             raise ExportFileError(path, "parameter solutions are exported as .json only")
         # cells as text, converted by numpy's correctly rounded parser: every float64

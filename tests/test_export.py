@@ -419,3 +419,12 @@ def test_an_npz_declaring_arrays_beyond_the_limit_is_refused_before_any_is_read(
     monkeypatch.setattr(dpopt.export.np, "load", lambda *a, **k: pytest.fail("an array was read"))
     with pytest.raises(ExportFileError, match="its arrays would take 7,200,00"):
         read_solution(forged)
+
+
+def test_a_csv_export_without_its_metadata_file_names_it(tmp_path, solution):
+    """Until 2026-11-29: "not a readable dpopt export (FileNotFoundError)"."""
+    path = tmp_path / "m.csv"
+    solution.export(str(path))
+    (tmp_path / "m.csv.meta.json").unlink()
+    with pytest.raises(ExportFileError, match=r"its metadata file m\.csv\.meta\.json is missing"):
+        read_solution(path)
