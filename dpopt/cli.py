@@ -363,14 +363,13 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         report = audit_solution(solution, draws=args.samples, confidence=args.confidence, seed=args.seed, random_pairs=args.pairs)
         source = {"export": args.problem} if exported is not None else {}
         return [{"kind": solution.kind, "method": solution.method, **source, **report.to_dict()}]
-    count = args.count
     true_value = _true_value(problem, args.true_value)
     floating = [] if args.float_path or exported is not None else float_only(problem, args.method)
     if floating:  # refused before any solving
         raise _float_refusal(problem, ", ".join(floating), several=len(floating) > 1)
     solution = exported if exported is not None else _certified(solve(problem, args.method, solver=args.solver))
     try:
-        releases = solution.sample(true_value, count, rng=args.seed, secure=args.secure, exact=not args.float_path)
+        releases = solution.sample(true_value, args.count, rng=args.seed, secure=args.secure, exact=not args.float_path)
     except InvalidParameterError as error:
         if error.parameter != "exact":
             raise
@@ -387,7 +386,7 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         {key: summary[key] for key in ("kind", "method", "solver", "status", "objective", "alpha", "epsilon", "certificate", "sampler")}
         | given
         | {
-            "count": count,
+            "count": args.count,
             "seed": args.seed,
             "source": "secrets" if args.secure else "numpy.random.Generator(PCG64)",
             "releases": releases.tolist(),
