@@ -41,9 +41,9 @@ from decimal import Decimal, InvalidOperation, localcontext
 from fractions import Fraction
 from typing import Any, Iterator, NoReturn, Sequence
 
-from dpopt.export import EXPORT_FORMATS, check_export_path, exports_parameters
+from dpopt.export import EXPORT_FORMATS, check_export_path
 from dpopt.problem_files import load_problem
-from dpopt.registry import compare_plan, float_only, iter_compare_outcomes, solve
+from dpopt.registry import compare_plan, float_only, iter_compare_outcomes, parameters_only, solve
 from dpopt.solution import DATA_KINDS
 from dpopt.problems.calibration import ROUNDED_MECHANISMS
 from dpopt.limits import MAX_RELEASES, MAX_TIMEOUT, check_memory
@@ -337,7 +337,7 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         export = check_export_path(args.export) if args.export is not None else None
         if args.dense and export is None:  # it would change nothing: say so rather than ignore it
             raise InvalidParameterError("dense", "dpopt solve", "given with --export PATH (it chooses what the export writes)", True)
-        if export is not None and exports_parameters(problem, args.method) and export.suffix.lower() != ".json":
+        if export is not None and export.suffix.lower() != ".json" and parameters_only(problem, args.method):
             # refused before the solve: until 2026-11-29 only calibrations were, and as ".json or .csv",
             # although a calibration's .csv was refused after its solve like every parameter solution's
             whose = f"a {problem.kind} problem" + ("" if args.method == "auto" else f" by {args.method}")

@@ -24,24 +24,10 @@ import numpy as np
 from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import DPOptError, fail
 
-__all__ = ["EXPORT_FORMATS", "ExportFileError", "StoredSolution", "check_export_path", "export_solution", "exports_parameters", "read_solution"]
+__all__ = ["EXPORT_FORMATS", "ExportFileError", "StoredSolution", "check_export_path", "export_solution", "read_solution"]
 
 EXPORT_FORMATS = (".csv", ".json", ".parquet", ".npz")
 FORMAT_VERSION = 2
-
-
-#: Methods whose solution is parameters where their kind's others give a matrix.
-PARAMETER_METHODS = {("multi_level_release", "factored")}
-
-
-def exports_parameters(problem: Any, method: str = "auto") -> bool:
-    """Whether ``problem``'s solution by ``method`` is parameters, not a matrix (a calibration,
-    d_X or statistical-query scales, a noise density on the real line for a neighbouring set,
-    multi-level keep-or-redraw probabilities), so that it exports as ``.json`` only: known
-    before any solve. For ``"auto"``, whether every method's is. ``tests/test_registry.py``
-    holds it to every registered method's solution, both ways."""
-    every = problem.kind in ("calibration", "dx_linear_query", "statistical_query") or hasattr(problem, "neighbouring_set")
-    return every or (problem.kind, method) in PARAMETER_METHODS
 
 
 def check_export_path(path: str | os.PathLike[str]) -> Path:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Protocol
 from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import InvalidParameterError, fail
 
-__all__ = ["Method", "float_only", "register", "register_reader", "reader_for", "methods_for", "solve", "compare", "compare_outcomes", "compare_plan", "iter_compare_outcomes", "compare_table", "price_of_closed_form", "REGISTRY"]
+__all__ = ["Method", "float_only", "register", "register_reader", "reader_for", "methods_for", "parameters_only", "solve", "compare", "compare_outcomes", "compare_plan", "iter_compare_outcomes", "compare_table", "price_of_closed_form", "REGISTRY"]
 
 
 class Problem(Protocol):
@@ -55,6 +55,11 @@ class Method:
         exact sampler (``Solution.sampler_description`` starting "exact"), so a release
         can be refused before solving when no method that would run has one
         (:func:`float_only`). Default: always.
+    parameters : callable
+        ``parameters(problem) -> bool``: whether the solution it returns for ``problem`` is
+        parameters (``Solution.parameters``), not a matrix, so that it exports as ``.json``
+        only and a matrix format can be refused before solving (:func:`parameters_only`).
+        ``register`` also takes True or False. Default: never.
     auto_fallback : bool
         Picked by ``auto`` when no exact method applies (a kind whose problem has
         no tractable exact optimum in general, e.g. the non-convex d_X problem (6)).
@@ -77,6 +82,7 @@ class Method:
     exact_when: Callable[[Any], bool] = lambda problem: True
     requires: str = ""
     releases: Callable[[Any], bool] = lambda problem: True
+    parameters: Callable[[Any], bool] = lambda problem: False
 
     def is_exact(self, problem: Any) -> bool:
         """Whether this method returns the optimum of ``problem`` (else an upper bound)."""
@@ -129,6 +135,7 @@ def register(
     exact_when: Callable[[Any], bool] = _always,
     requires: str = "",
     releases: Callable[[Any], bool] = _always,
+    parameters: bool | Callable[[Any], bool] = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering ``run(problem, solver, repair)`` as method ``name`` of ``kind``."""
 
@@ -137,8 +144,9 @@ def register(
         if name in methods:
             raise ValueError(f"method {name!r} of {kind} is registered twice")
         estimate = memory if memory is not None else (lambda problem: _NO_ESTIMATE)
+        gives_parameters = parameters if callable(parameters) else (lambda problem: bool(parameters))
         methods[name] = Method(kind, name, exact, uses_solver, run, applies, cost, summary, auto_fallback, estimate, exact_when,
-                               requires, releases)
+                               requires, releases, gives_parameters)
         return run
 
     return decorate
@@ -203,6 +211,14 @@ def float_only(problem: Problem, method: str = "auto") -> list[str]:
     ``method`` names are refused as :func:`solve` refuses them."""
     order = _pick(problem, method)
     return [] if any(m.releases(problem) for m in order) else [m.name for m in order]
+
+
+def parameters_only(problem: Problem, method: str = "auto") -> bool:
+    """Whether every method ``solve(problem, method)`` could run returns parameters, not a matrix
+    (so an export other than ``.json`` can be refused before any solving). Bad ``method`` names
+    are refused as :func:`solve` refuses them."""
+    order = _pick(problem, method)
+    return bool(order) and all(m.parameters(problem) for m in order)
 
 
 def _check_solver(problem: Problem, chosen: Method, solver: Any) -> None:

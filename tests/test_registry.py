@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 import dpopt
-from dpopt.export import exports_parameters
 from dpopt.problem_files import load_problem
 from dpopt.problems.dx_linear_query import DXLinearQuery
-from dpopt.registry import REGISTRY, methods_for
+from dpopt.registry import REGISTRY, methods_for, parameters_only
 from dpopt.solution import DATA_KINDS
 from dpopt.validation import InvalidParameterError
 from tests.conftest import PROBLEMS
@@ -80,8 +79,9 @@ def test_method_contract(kind, name):
     assert solution.method == name and solution.exact == REGISTRY[kind][name].is_exact(problem)
     assert solution.certificate.ok
     # what dpopt solve --export checks first (then .json only), by method and for auto
-    assert exports_parameters(problem, name) == (solution.parameters is not None)
-    assert not exports_parameters(problem) or solution.parameters is not None
+    assert REGISTRY[kind][name].parameters(problem) == (solution.parameters is not None)
+    assert parameters_only(problem, name) == (solution.parameters is not None)
+    assert not parameters_only(problem) or solution.parameters is not None
     if solution.parameters is None:
         x = solution.mechanism.to_numpy()
         assert (x >= 0).all() and np.allclose(x.sum(axis=1), 1, atol=1e-9)

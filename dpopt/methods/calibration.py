@@ -186,7 +186,7 @@ def _releases_exactly(problem: Calibration) -> bool:
     return _sampling(problem.mechanism) is not None or (problem.grid is not None and problem.mechanism in ROUNDED_MECHANISMS)
 
 
-@register(KIND, "closed_form", exact=True, uses_solver=False, cost=lambda p: 1.0, releases=_releases_exactly,
+@register(KIND, "closed_form", parameters=True, exact=True, uses_solver=False, cost=lambda p: 1.0, releases=_releases_exactly,
           summary="the mechanism's own calibration formula")
 def solve_closed_form(problem: Calibration, solver: str | None, repair: bool) -> Solution:
     mech, params, cert = calibrated_mechanism(problem)

@@ -141,7 +141,7 @@ def _scales_route(name: str, rule: Callable[..., np.ndarray], summary: str, *, a
         return dx_solution(problem, _transformed(problem, c), c, name)
 
     kwargs = {"applies": applies} if applies else {}
-    register(KIND, name, exact=False, uses_solver=False, cost=lambda p: cost * _size(p), summary=summary, releases=_on_grid,
+    register(KIND, name, parameters=True, exact=False, uses_solver=False, cost=lambda p: cost * _size(p), summary=summary, releases=_on_grid,
              **kwargs)(run)
 
 
@@ -156,27 +156,27 @@ _scales_route("strategy1", strategy1_scales, "Strategy 1: d_X shared equally bet
 _scales_route("strategy2", strategy2_scales, "Strategy 2: one scale max ||Q_:i - Q_:j||_1 / d_X(i, j) for all")
 
 
-@register(KIND, "psa", exact=False, uses_solver=False, releases=_on_grid, cost=lambda p: 3.0 * _size(p), summary="Strategy 3: Algorithm 3 (PSA) as printed")
+@register(KIND, "psa", parameters=True, exact=False, uses_solver=False, releases=_on_grid, cost=lambda p: 3.0 * _size(p), summary="Strategy 3: Algorithm 3 (PSA) as printed")
 def solve_psa(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     result = psa_scales(problem.matrix, problem.metric)
     return dx_solution(problem, _transformed(problem, result.scales), result.scales, "psa",
                        extra={"psa_iterations": result.iterations, "psa_converged": result.converged})
 
 
-@register(KIND, "exact", exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 50.0 * _size(p), memory=_program_memory, summary="exact min ||c||^2 with c Q' = Q (convex; pairs reduced and added lazily)")
+@register(KIND, "exact", parameters=True, exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 50.0 * _size(p), memory=_program_memory, summary="exact min ||c||^2 with c Q' = Q (convex; pairs reduced and added lazily)")
 def solve_exact_scales(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     c, report = solve_exact(problem.matrix, problem.metric, solver=solver)
     return dx_solution(problem, _transformed(problem, c), c, "exact", solver=solver or "CLARABEL", extra=report.to_dict())
 
 
-@register(KIND, "exact_surrogate", exact=True, uses_solver=True, releases=_on_grid, cost=lambda p: 60.0 * _size(p), applies=_single, memory=_program_memory,
+@register(KIND, "exact_surrogate", parameters=True, exact=True, uses_solver=True, releases=_on_grid, cost=lambda p: 60.0 * _size(p), applies=_single, memory=_program_memory,
           summary="exact optimum of (6) for one query with q' free (QP in p = c q', c)")
 def solve_exact_surrogate(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     transformed, c, report = exact_surrogate(problem.matrix, problem.metric, problem.n, solver=solver)
     return dx_solution(problem, transformed, c, "exact_surrogate", solver=solver or "CLARABEL", extra=report.to_dict())
 
 
-@register(KIND, "alternating", exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 500.0 * _size(p), auto_fallback=True, memory=_program_memory,
+@register(KIND, "alternating", parameters=True, exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 500.0 * _size(p), auto_fallback=True, memory=_program_memory,
           summary="alternating minimisation of (6) from the best of exact / exact_surrogate, then constant releases where lower")
 def solve_alternating(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     c, _ = solve_exact(problem.matrix, problem.metric, solver=solver)
@@ -206,7 +206,7 @@ def _lp_details(problem: DXLinearQuery, transformed: np.ndarray, c: np.ndarray, 
 
 
 # exact=False: optimal for their own l_p bound, not for this kind's objective (6), so auto never takes them for it
-@register(KIND, "exact_l1", exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 65.0 * _size(p), memory=_program_memory,
+@register(KIND, "exact_l1", parameters=True, exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 65.0 * _size(p), memory=_program_memory,
           summary="exact optimum of Theorem 2's l1 bound n||c.Q' - Q||_1 + ||c||_1 (one query: Q' free, an LP; "
                   "several: within c Q' = Q, convex in 1/c)")
 def solve_exact_l1(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
@@ -219,7 +219,7 @@ def solve_exact_l1(problem: DXLinearQuery, solver: str | None, repair: bool) -> 
                        extra={**report.to_dict(), **_lp_details(problem, transformed, c, 1)})
 
 
-@register(KIND, "exact_linf", exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 65.0 * _size(p) * max(1, p.queries), memory=_program_memory,
+@register(KIND, "exact_linf", parameters=True, exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 65.0 * _size(p) * max(1, p.queries), memory=_program_memory,
           summary="exact optimum of Theorem 2's l_inf bound: one query n||c q' - q||_inf + c (q' free, an LP); "
                   "several: E||Y||_inf within c Q' = Q (convex, SLSQP with a certified first-order bound)")
 def solve_exact_linf(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
@@ -233,7 +233,7 @@ def solve_exact_linf(problem: DXLinearQuery, solver: str | None, repair: bool) -
                        extra={**result.to_dict(), **_lp_details(problem, transformed, result.scales, np.inf)})
 
 
-@register(KIND, "exact_improvement", exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 50.0 * _size(p), memory=_program_memory,
+@register(KIND, "exact_improvement", parameters=True, exact=False, uses_solver=True, releases=_on_grid, cost=lambda p: 50.0 * _size(p), memory=_program_memory,
           summary="exact maximum of the improvement factor (geometric mean) with c Q' = Q (convex in 1/c)")
 def solve_exact_improvement(problem: DXLinearQuery, solver: str | None, repair: bool) -> Solution:
     c, report = solve_exact(problem.matrix, problem.metric, solver=solver, objective="improvement")
@@ -275,7 +275,7 @@ def smalldb_solution(problem: DXLinearQuery, transformed: np.ndarray, scale: flo
     )
 
 
-@register(KIND, "smalldb_preprocessing", exact=False, uses_solver=False, cost=lambda p: 5.0 * _size(p),
+@register(KIND, "smalldb_preprocessing", parameters=True, exact=False, uses_solver=False, cost=lambda p: 5.0 * _size(p),
           applies=lambda p: p.synthetic_size is not None,
           summary="problem (8) at its global optimum (envelope breakpoints) and SmallDB (Algorithm 1) as the release "
                   "(needs synthetic_size); objective: Theorem 6's error bound, not (6)")

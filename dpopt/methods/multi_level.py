@@ -121,7 +121,7 @@ def solve_lp(problem: MultiLevelRelease, solver: str | None, repair: bool) -> So
 
 
 # ranked after closed_form (which holds the matrices a user exports) wherever that applies
-@register(KIND, "factored", exact=True, uses_solver=False, cost=lambda p: 2.0 * len(p.levels) * (p.n + 1) ** 2,
+@register(KIND, "factored", parameters=True, exact=True, uses_solver=False, cost=lambda p: 2.0 * len(p.levels) * (p.n + 1) ** 2,
           memory=lambda p: (4096.0 * len(p.levels), "alphas"),
           summary="each T as keep-or-redraw (T[r] = p_r e_r + (1 - p_r) G_b[r], exact rational p_r): no matrices, any n")
 def solve_factored(problem: MultiLevelRelease, solver: str | None, repair: bool) -> Solution:

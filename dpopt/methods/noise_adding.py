@@ -251,7 +251,7 @@ def repair_lp_window(window: np.ndarray, problem: NoiseAdding) -> tuple[Periodic
     return noise, certify_noise(noise, eps, mixing_weight=weight)
 
 
-@register(KIND, "lp", exact=True, exact_when=_lp_exact, applies=_lp_applies, releases=_releases_exactly, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
+@register(KIND, "lp", parameters=_real, exact=True, exact_when=_lp_exact, applies=_lp_applies, releases=_releases_exactly, uses_solver=True, cost=_lp_cost, memory=_lp_memory,
           requires=f"for a neighbouring set, {GRID_LP_MIN_EPSILON:g} <= epsilon <= {MAX_COEFFICIENT_EXPONENT:g} (e^epsilon is an "
                    "entry of the grid LP's matrix, and HiGHS refuses entries above 1e15; below, its repair cannot tell slack from rounding)",
           summary="window LP with periodic geometric tails (a neighbouring set: the grid LP, an upper bound)")
@@ -287,7 +287,7 @@ def solve_lp(problem: Any, solver: str | None, repair: bool) -> Solution:
     return dataclasses.replace(solution, exact=False, status="gap_above_tolerance")
 
 
-@register(KIND, "staircase", exact=True, exact_when=lambda p: _integer(p) or p.is_interval, uses_solver=False, cost=lambda p: 1.0,
+@register(KIND, "staircase", parameters=_real, exact=True, exact_when=lambda p: _integer(p) or p.is_interval, uses_solver=False, cost=lambda p: 1.0,
           releases=_releases_exactly,
           summary="staircase, Delta = max V (Geng-Viswanath; the discrete one with the best r for an integer query)")
 def solve_staircase(problem: Any, solver: str | None, repair: bool) -> Solution:
@@ -368,14 +368,14 @@ def _real_solution(problem: NeighbouringSetNoise, noise: PiecewiseNoise, method:
     )
 
 
-@register(KIND, "privacy_first", exact=False, applies=_real, uses_solver=False, cost=lambda p: 2.0, releases=_releases_exactly,
+@register(KIND, "privacy_first", parameters=True, exact=False, applies=_real, uses_solver=False, cost=lambda p: 2.0, releases=_releases_exactly,
           summary="Wu-Xia-He Theorem 2: rings of the i-fold sums of V U -V (eps-DP by Corollary 1)")
 def solve_privacy_first(problem: NeighbouringSetNoise, solver: str | None, repair: bool) -> Solution:
     noise, converged = ring_noise(problem.neighbouring_set, problem.epsilon, 0.0)
     return _real_solution(problem, noise, "privacy_first", delta=0.0, converged_at=converged)
 
 
-@register(KIND, "compositional", exact=False, applies=_real, uses_solver=False, cost=lambda p: 2.0, releases=_releases_exactly,
+@register(KIND, "compositional", parameters=True, exact=False, applies=_real, uses_solver=False, cost=lambda p: 2.0, releases=_releases_exactly,
           summary="Wu-Xia-He Theorem 3: the rings widened by delta (one delta for every dataset)")
 def solve_compositional(problem: NeighbouringSetNoise, solver: str | None, repair: bool) -> Solution:
     noise, converged = ring_noise(problem.neighbouring_set, problem.epsilon, problem.delta)

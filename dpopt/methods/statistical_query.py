@@ -111,7 +111,7 @@ def _on_grid(problem: StatisticalQuery) -> bool:
     return problem.release_grid is not None
 
 
-@register(KIND, "exact", exact=True, uses_solver=False, cost=lambda p: 2.0 * _size(p), releases=_on_grid,
+@register(KIND, "exact", parameters=True, exact=True, uses_solver=False, cost=lambda p: 2.0 * _size(p), releases=_on_grid,
           summary="problem (14) per attribute at its global optimum (envelope breakpoints); with an additive budget "
                   "also the optimum of (13)")
 def solve_exact(problem: StatisticalQuery, solver: str | None, repair: bool) -> Solution:
@@ -163,7 +163,7 @@ def _towards_zero(u: np.ndarray, distances: np.ndarray, n: int) -> AttributeScal
     return AttributeScale(u, mapped, c, error + c, limit)
 
 
-@register(KIND, "laplace", exact=False, uses_solver=False, cost=lambda p: _size(p), releases=_on_grid,
+@register(KIND, "laplace", parameters=True, exact=False, uses_solver=False, cost=lambda p: _size(p), releases=_on_grid,
           summary="identity map, c_i = max |u - v| / (n d_i(u, v)) per attribute (Theorem 10 without pre-processing)")
 def solve_laplace(problem: StatisticalQuery, solver: str | None, repair: bool) -> Solution:
     scales = []
