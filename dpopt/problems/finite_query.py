@@ -42,6 +42,8 @@ class FiniteQuery:
     ----------
     universe : Universe or dict
         The datasets, their query values and the dataset metric (see :mod:`dpopt.universes`).
+        A dict (a problem file's ``[universe]`` table) may also hold ``outputs``, in place of
+        the parameter below.
     epsilon, alpha : float
         Exactly one.
     loss : str or table
@@ -90,9 +92,10 @@ class FiniteQuery:
     kind = KIND
 
     def __post_init__(self) -> None:
+        outputs_field = self._take_universe_outputs()
         universe = universe_from_spec(self.universe)
         level = resolve_privacy(self.alpha, self.epsilon, KIND)
-        outputs = self._outputs(universe)
+        outputs = self._outputs(universe, outputs_field)
         check_memory(8.0 * 40 * universe.size * outputs.size, "universe", KIND, universe.source,
                      what=f"a {universe.size} x {outputs.size} mechanism and its program")
         values = {
@@ -130,12 +133,26 @@ class FiniteQuery:
             raise fail("gamma", KIND, f"a float in [0, {self.sensitivity:g}) (below the global sensitivity)", self.gamma)
 
     # -- validation helpers -------------------------------------------------------------
-    def _outputs(self, universe: Universe) -> np.ndarray:
+    def _take_universe_outputs(self) -> str:
+        """Move an ``outputs`` key of a ``[universe]`` table (where issue 13's file format puts an
+        explicit universe's optional R) to the problem's ``outputs``, refused if both are given;
+        returns the field that holds R, for messages."""
+        if not isinstance(self.universe, dict) or "outputs" not in self.universe:
+            return "outputs"
+        if self.outputs is not None:
+            raise fail("universe.outputs", KIND, "given once: in [universe] or as the problem's 'outputs', not both",
+                       self.universe["outputs"])
+        spec = dict(self.universe)
+        object.__setattr__(self, "outputs", spec.pop("outputs"))
+        object.__setattr__(self, "universe", spec)
+        return "universe.outputs"
+
+    def _outputs(self, universe: Universe, field_name: str) -> np.ndarray:
         if self.outputs is None:
             return np.unique(universe.values)
-        r = check_array(self.outputs, "outputs", KIND, ndim=1, max_abs=MAX_MAGNITUDE)
+        r = check_array(self.outputs, field_name, KIND, ndim=1, max_abs=MAX_MAGNITUDE)
         if r.size < 1 or np.unique(r).size != r.size:
-            raise fail("outputs", KIND, "a non-empty list of distinct numbers", self.outputs)
+            raise fail(field_name, KIND, "a non-empty list of distinct numbers", self.outputs)
         return r
 
     def _support(self, m: int) -> tuple[int, ...]:

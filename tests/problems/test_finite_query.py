@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from scipy.sparse import csgraph, csr_array
 
 import dpopt
+from dpopt.problem_files import read_problem_file
 from dpopt.problems.finite_query import unimplied_pairs
 from dpopt.universes import graph_atlas
 from tests.conftest import examples
@@ -134,3 +135,23 @@ def test_the_average_objective_weighs_the_prior_given_the_side_information():
 def test_a_side_information_the_prior_does_not_weigh_is_refused():
     with pytest.raises(dpopt.InvalidParameterError, match="'side_information' parameter of finite_query"):
         dpopt.FiniteQuery(universe=PATH4, epsilon=1.0, objective="average", prior=[1, 1, 0, 0], side_information=[2, 3])
+
+
+def test_a_universe_table_may_hold_the_output_set(tmp_path):
+    """Issue 13's file format puts an explicit universe's optional ``outputs`` in its
+    ``[universe]`` table; until 2026-11-29 that was refused ("the explicit universe takes
+    values, neighbours, metric") and only the top-level key was read. Both places give the
+    same problem; both at once, or a bad list, is refused naming ``universe.outputs``."""
+    inside = dpopt.FiniteQuery(universe={**PATH4, "outputs": [0, 1.5, 3]}, epsilon=1.0)
+    above = dpopt.FiniteQuery(universe=PATH4, outputs=[0, 1.5, 3], epsilon=1.0)
+    np.testing.assert_array_equal(inside.outputs, [0, 1.5, 3])
+    np.testing.assert_array_equal(inside.loss_matrix, above.loss_matrix)
+    assert inside.to_dict() == above.to_dict()
+    path = tmp_path / "p.toml"
+    path.write_text('kind = "finite_query"\nepsilon = 1.0\n[universe]\ntype = "explicit"\nvalues = [0, 1, 2, 3]\n'
+                    'neighbours = [[0, 1], [1, 2], [2, 3]]\noutputs = [0, 1.5, 3]\n')
+    np.testing.assert_array_equal(read_problem_file(path).problem.outputs, [0, 1.5, 3])
+    for spec, outputs in (({**PATH4, "outputs": [0, 1]}, [0, 1]), ({**PATH4, "outputs": [1, 1]}, None),
+                          ({**PATH4, "outputs": []}, None)):
+        with pytest.raises(dpopt.InvalidParameterError, match="'universe.outputs' parameter of finite_query"):
+            dpopt.FiniteQuery(universe=spec, outputs=outputs, epsilon=1.0)
