@@ -37,7 +37,7 @@ import math
 import os
 import sys
 import threading
-from decimal import Decimal, InvalidOperation, localcontext
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Iterator, NoReturn, Sequence
 
@@ -47,7 +47,8 @@ from dpopt.registry import compare_plan, float_only, iter_compare_outcomes, para
 from dpopt.solution import DATA_KINDS
 from dpopt.problems.calibration import ROUNDED_MECHANISMS
 from dpopt.limits import MAX_RELEASES, MAX_TIMEOUT, check_memory
-from dpopt.validation import MAX_DECIMAL_PLACES, DPOptError, InvalidParameterError, SolverError, check_int, check_real
+from dpopt.validation import (MAX_DECIMAL_PLACES, DPOptError, InvalidParameterError, SolverError, check_int, check_real,
+                              fraction_text)
 
 __all__ = ["main"]
 
@@ -170,18 +171,10 @@ def _exact_number(text: str) -> int | Fraction:
     return Fraction(value)
 
 
-def _decimal_text(value: Fraction) -> str:
-    """A Fraction read from a decimal (its denominator divides a power of 10) written out in full."""
-    digits = len(str(value.numerator)) + len(str(value.denominator))
-    with localcontext() as context:
-        context.prec = digits + 2
-        return format(Decimal(value.numerator) / Decimal(value.denominator), "f")
-
-
 def _json_line(data: dict[str, Any]) -> str:
     """One JSON object; a top-level Fraction (an exact ``--true-value``) is written as the JSON
     number it is, digit for digit (0.05, not 0.05000000000000000277 or the string "0.05")."""
-    exact = {key: _decimal_text(value) for key, value in data.items() if isinstance(value, Fraction)}
+    exact = {key: fraction_text(value) for key, value in data.items() if isinstance(value, Fraction)}
     placeholders = {key: f"@dpopt-exact-{index}@" for index, key in enumerate(exact)}
     text = json.dumps({key: placeholders.get(key, value) for key, value in data.items()}, allow_nan=False)
     for key, placeholder in placeholders.items():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from numbers import Integral, Real
 from typing import Any, Iterable, Sequence
@@ -81,8 +81,23 @@ class SolverError(DPOptError, RuntimeError):
 def _show(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
-    text = re.sub(r"\s*\n\s*", " ", repr(value))  # one line: a pandas or numpy repr spans several
+    # an exact number (the command line reads --true-value 1.5 as Fraction(3, 2)) as it was written
+    text = fraction_text(value) if isinstance(value, Fraction) else repr(value)
+    text = re.sub(r"\s*\n\s*", " ", text)  # one line: a pandas or numpy repr spans several
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def fraction_text(value: Fraction) -> str:
+    """A decimal where ``value`` has one (its denominator divides a power of ten), else ``p/q``."""
+    q = value.denominator
+    for prime in (2, 5):
+        while q % prime == 0:
+            q //= prime
+    if q != 1:
+        return f"{value.numerator}/{value.denominator}"
+    with localcontext() as context:
+        context.prec = len(str(value.numerator)) + len(str(value.denominator)) + 2
+        return format(Decimal(value.numerator) / Decimal(value.denominator), "f")
 
 
 def fail(parameter: str, owner: str, allowed: str, got: Any) -> InvalidParameterError:

@@ -273,6 +273,15 @@ def test_a_true_value_with_too_many_decimal_places_is_refused(capsys):
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and "decimal places" in err
 
 
+@pytest.mark.parametrize("problem", [TABLE1, str(PROBLEMS / "finite_query_explicit.toml")])
+@pytest.mark.parametrize(("value", "shown"), [("1.5", "1.5"), ("-0.125", "-0.125"), ("2.50", "2.5")])
+def test_a_true_value_that_is_not_an_index_is_shown_as_written(capsys, problem, value, shown):
+    """Until 2026-11-29 the refusal read "Got Fraction(3, 2) instead": the exact reading of the
+    value leaked into the message."""
+    code, out, err = run(capsys, "sample", problem, f"--true-value={value}", "--seed", "1")
+    assert code == 2 and out == "" and err.rstrip().endswith(f"Got {shown} instead.") and "Fraction" not in err
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet", ".npz"])
 def test_export(capsys, tmp_path, suffix):
     target = tmp_path / f"m{suffix}"

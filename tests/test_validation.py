@@ -1,9 +1,10 @@
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from dpopt.validation import InvalidParameterError, SolverError, check_choice, check_index_set, check_int, check_real
+from dpopt.validation import InvalidParameterError, SolverError, check_choice, check_index_set, check_int, check_real, fraction_text
 
 
 def test_message_format_names_parameter_owner_allowed_and_value():
@@ -117,3 +118,12 @@ def test_a_decimal_is_an_exact_real_and_is_bounded_before_it_is_converted():
         with pytest.raises(InvalidParameterError, match="'true_value'"):
             check_exact_real(Decimal(bad), "true_value", "x")
         assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize(("value", "text"), [(Fraction(3, 2), "1.5"), (Fraction(-1, 8), "-0.125"), (Fraction(7), "7"),
+                                             (Fraction(1, 3), "1/3"), (Fraction(-5, 6), "-5/6"),
+                                             (Fraction(10**30 + 1, 10**30), "1.000000000000000000000000000001")])
+def test_a_fraction_is_written_exactly_as_a_decimal_where_it_has_one(value, text):
+    assert fraction_text(value) == text
+    assert Fraction(text) == value
+    assert str(InvalidParameterError("x", "owner", "allowed", value)).endswith(f"Got {text} instead.")
