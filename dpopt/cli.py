@@ -127,7 +127,7 @@ def _parser() -> argparse.ArgumentParser:
     sweep_cmd.add_argument("--output", required=True, metavar="RESULTS.parquet", help="written as cells finish; a rerun resumes")
     sweep_cmd.add_argument("--workers", type=int, default=1, help="local worker processes (default 1: this process)")
     sweep_cmd.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a Dask scheduler to run the cells on")
-    sweep_cmd.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    sweep_cmd.add_argument("--no-progress", action="store_true", help="no progress bar (shown only where stderr is a terminal)")
     sweep_cmd.add_argument("--memory", action="store_true", help="measure each cell's peak memory (peak_mib; slower)")
     sweep_cmd.add_argument("--timeout", type=_finite_float, default=None, metavar="S",
                            help="stop a cell after S seconds (each cell runs in its own process; status 'timeout')")
@@ -320,7 +320,7 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         check_int(args.workers, "workers", "dpopt sweep", low=1, high=256)
         output = args.output
         table = run_sweep(load_sweep(args.problem), output=output, workers=args.workers, scheduler=args.scheduler,
-                          progress=not args.no_progress, memory=args.memory, timeout=args.timeout)
+                          progress=False if args.no_progress else None, memory=args.memory, timeout=args.timeout)
         failed = int((table["error"].fillna("") != "").sum())
         return [{"kind": "sweep", "rows": len(table), "failed": failed, "output": str(output)}]
     _check_draw_options(args)  # before an export is read: it may be large

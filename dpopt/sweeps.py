@@ -274,7 +274,7 @@ def run_sweep(
     output: str | Path | None = None,
     workers: int = 1,
     scheduler: Any = None,
-    progress: bool = True,
+    progress: bool | None = True,
     memory: bool = False,
     timeout: float | None = None,
 ) -> pd.DataFrame:
@@ -290,8 +290,10 @@ def run_sweep(
         Local worker processes (1: in this process).
     scheduler : str or dask.distributed.Client, optional
         Run on a Dask cluster instead.
-    progress : bool
-        A tqdm bar with completed / failed counts and an ETA (on stderr).
+    progress : bool or None
+        A tqdm bar with completed / failed counts and an ETA (on stderr); None: only where
+        stderr is a terminal (the command line's default, so a log file or a pipe gets no
+        carriage-return updates).
     memory : bool
         Measure each cell's peak memory (``peak_mib``). In-process and in pooled workers it is
         tracemalloc's peak (Python and numpy allocations; slower); with ``timeout`` it is the
@@ -366,10 +368,11 @@ def _sole_writer(output: Path | None) -> Iterator[None]:
         handle.close()
 
 
-def _progress_bar(total: int, initial: int, enabled: bool) -> Any:
+def _progress_bar(total: int, initial: int, enabled: bool | None) -> Any:
     from tqdm import tqdm  # not tqdm.auto: in a notebook it warns when ipywidgets is absent
 
-    return tqdm(total=total, initial=initial, disable=not enabled, desc="sweep", unit="cell")
+    disable = None if enabled is None else not enabled  # tqdm's None: on a terminal only
+    return tqdm(total=total, initial=initial, disable=disable, desc="sweep", unit="cell")
 
 
 def _batches(cells: list[Cell], size: int) -> Iterator[list[tuple[dict[str, Any], str, str]]]:

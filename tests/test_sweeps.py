@@ -1,6 +1,7 @@
 """Sweeps (dpopt.sweeps): the issue's smallest file, workers, resuming, failures, refusals."""
 
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -463,3 +464,16 @@ def test_stopping_a_pool_kills_the_workers_running_cells():
         time.sleep(0.05)
     assert len(pids) == 2 and not any(alive(pid) for pid in pids)
     assert all(f.cancelled() or f.done() for f in running[2:])
+
+
+def test_the_command_line_shows_the_progress_bar_on_a_terminal_only(smallest, tmp_path, capsys, monkeypatch):
+    """Until 2026-11-29 ``dpopt sweep`` wrote tqdm's carriage-return updates into any stderr: a
+    log file or a CI job's output got the bar's every redraw. ``compare`` already showed its
+    bar on terminals only."""
+    assert main(["sweep", str(smallest), "--output", str(tmp_path / "a.parquet")]) == 0
+    assert "cell" not in capsys.readouterr().err  # capsys's stderr is not a terminal
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert main(["sweep", str(smallest), "--output", str(tmp_path / "b.parquet")]) == 0
+    assert "12/12" in capsys.readouterr().err
+    assert main(["sweep", str(smallest), "--output", str(tmp_path / "c.parquet"), "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
