@@ -293,18 +293,28 @@ def _string_columns(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _write_npz(frame: pd.DataFrame, meta: dict[str, Any], path: str, *, factored: bool) -> None:
+    # the metadata as UTF-8 bytes: a numpy string array stores 4 bytes a character, which made
+    # a 1500-dataset metric universe's export 175 MB where its JSON is 44 MB
+    metadata = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     with open(path, "wb") as handle:
         if factored:
             arrays = {name: frame[name].to_numpy() for name in frame.columns}
-            np.savez(handle, **arrays, metadata=np.array(json.dumps(meta)))
+            np.savez(handle, **arrays, metadata=metadata)
             return
         np.savez(
             handle,
             mechanism=frame.to_numpy(),
             index=np.asarray(frame.index),
             columns=np.asarray(frame.columns),
-            metadata=np.array(json.dumps(meta)),
+            metadata=metadata,
         )
+
+
+def _npz_metadata(stored: np.ndarray) -> Any:
+    """The JSON an ``.npz`` export's ``metadata`` array holds: UTF-8 bytes, or (written before
+    2026-11-29) a numpy string."""
+    text = stored.tobytes().decode("utf-8") if stored.dtype == np.uint8 and stored.ndim == 1 else str(stored)
+    return json.loads(text)
 
 
 class ExportFileError(DPOptError, ValueError):
@@ -404,7 +414,7 @@ def _read(path: Path) -> StoredSolution:
     else:
         _check_expanded(path, _npz_declared_bytes(path))
         with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
-            meta = json.loads(str(data["metadata"]))
+            meta = _npz_metadata(data["metadata"])
             if "factored" in meta:
                 table = pd.DataFrame({name: data[name] for name in ("from", "to", "probability")})
             else:

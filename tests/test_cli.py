@@ -364,7 +364,7 @@ def test_factored_solution_reports_bounds_and_exports_sparse(capsys, tmp_path):
     assert data["upper_bound"] - data["lower_bound"] <= 1e-9 * data["upper_bound"]
     with np.load(target) as arrays:
         assert set(arrays.files) == {"from", "to", "probability", "metadata"}
-        assert json.loads(str(arrays["metadata"]))["summary"]["lower_bound"] == data["lower_bound"]
+        assert json.loads(arrays["metadata"].tobytes())["summary"]["lower_bound"] == data["lower_bound"]
     dense = tmp_path / "dense.csv"
     assert run(capsys, "solve", TABLE1, "--export", str(dense), "--dense")[0] == 0
     assert dense.read_text().splitlines()[0].startswith("true,")

@@ -428,3 +428,29 @@ def test_a_csv_export_without_its_metadata_file_names_it(tmp_path, solution):
     (tmp_path / "m.csv.meta.json").unlink()
     with pytest.raises(ExportFileError, match=r"its metadata file m\.csv\.meta\.json is missing"):
         read_solution(path)
+
+
+def test_an_npz_export_stores_its_metadata_as_utf8_bytes_and_reads_the_older_string_form(tmp_path):
+    """A numpy string array takes 4 bytes a character: until 2026-11-29 a metric universe's
+    ``.npz`` export was four times its JSON metadata (175 MB beside 44 MB at 1,500 datasets).
+    Files written the old way still read back, verified as before."""
+    d = np.abs(np.subtract.outer(np.arange(40.0), np.arange(40.0))) / 3
+    problem = dpopt.FiniteQuery(universe={"type": "explicit", "values": (np.arange(40) % 5).tolist(), "metric": d.tolist()},
+                                epsilon=1.0)
+    solved = dpopt.solve(problem, "privacy_first")
+    new, old = tmp_path / "new.npz", tmp_path / "old.npz"
+    solved.export(new)
+    with np.load(new, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files}
+    assert arrays["metadata"].dtype == np.uint8
+    text = arrays["metadata"].tobytes().decode()
+    assert len(text) > 40 * 40 and new.stat().st_size < 2 * len(text)  # not 4 bytes a character
+    np.savez(old, **{**arrays, "metadata": np.array(text)})  # the form written before
+    assert old.stat().st_size > 3 * len(text)
+    for path in (new, old):
+        back = read_solution(path)
+        np.testing.assert_array_equal(back.mechanism.to_numpy(), solved.mechanism.to_numpy())
+        assert back.certificate.ok
+    np.savez(old, **{**arrays, "metadata": np.frombuffer(text.replace('"ok": true', '"ok": false').encode(), dtype=np.uint8)})
+    with pytest.raises(ExportFileError):
+        read_solution(old)
