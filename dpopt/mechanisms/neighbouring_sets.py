@@ -62,13 +62,23 @@ MAX_RING_PIECES = 4_000_000
 MAX_RING_STEPS = 20_000
 
 
+#: Smallest largest element of V: the scales dpopt takes span 1e-12 to 1e12 (E Z^2 ~ Delta^2
+#: stays far above the smallest double).
+MIN_LARGEST = 1e-12
+
+
 def check_neighbouring_set(value: Any, parameter: str = "neighbouring_set") -> np.ndarray:
     """A union of closed intervals ``[[lo, hi], ...]`` with ``0 <= lo <= hi``, merged and sorted.
 
     At least one interval must have positive length (a finite V has measure zero, and
-    no density is built from rings of measure zero), and at most 1000 intervals.
+    no density is built from rings of measure zero), at most 1000 intervals, and the largest
+    element Delta in [:data:`MIN_LARGEST`, 1e12]: below, the moments underflow (Delta = 1e-200
+    reported E|Z| = 0 for every method).
     """
     v = check_array(value, parameter, OWNER, ndim=2, low=0.0, max_abs=1e12)
+    if v.size and v.ndim == 2 and float(v.max()) < MIN_LARGEST:
+        raise fail(parameter, OWNER, f"a set whose largest element is at least {MIN_LARGEST:g} (a smaller scale underflows "
+                   "the noise's moments: state the query in smaller units)", v.tolist() if v.size < 20 else v.shape)
     if v.shape[1] != 2 or not 1 <= v.shape[0] <= 1000 or np.any(v[:, 0] > v[:, 1]):
         raise fail(parameter, OWNER, "1 to 1000 intervals [lo, hi] with 0 <= lo <= hi", v.tolist() if v.size < 20 else v.shape)
     merged = merge_intervals(v)

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
+import dpopt
 from dpopt.mechanisms.neighbouring_sets import (
     check_neighbouring_set,
     merge_intervals,
@@ -177,3 +178,15 @@ def test_interval_algebra():
 def test_bad_neighbouring_sets_are_refused_naming_the_field(bad):
     with pytest.raises(InvalidParameterError, match="neighbouring_set"):
         ring_noise(check_neighbouring_set(bad), 1.0)
+
+
+@pytest.mark.parametrize("v", [[[0, 1e-200]], [[1e-300, 1e-299]], [[0, 9.9e-13]]])
+def test_a_neighbouring_set_below_the_smallest_scale_is_refused(v):
+    """Until 2026-11-29 V = [0, 1e-200] was taken and every method reported E|Z| = 0 (its
+    moments underflow); the smallest largest element is 1e-12, mirroring the largest, 1e12."""
+    with pytest.raises(InvalidParameterError, match="'neighbouring_set'.*at least 1e-12"):
+        check_neighbouring_set(v)
+    with pytest.raises(InvalidParameterError, match="'neighbouring_set'"):
+        dpopt.NeighbouringSetNoise(neighbouring_set=v, epsilon=1.0)
+    staircase = dpopt.solve(dpopt.NeighbouringSetNoise(neighbouring_set=[[0, 1e-12]], epsilon=1.0), "staircase")
+    assert staircase.objective == pytest.approx(0.9595173756674719e-12, rel=1e-9)  # E|Z| scales with Delta
