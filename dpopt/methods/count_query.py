@@ -16,9 +16,10 @@ and renormalised), which costs up to the tolerance times the largest loss: 1.2e-
 at n = 200, epsilon = 1 under absolute loss (2.2e-7 with one majorant round and a uniform mix,
 until 2026-11-29), 5.7e-5 for ``interaction`` under squared loss with S = {8..20}. So each carries a
 certified lower bound from its own LP's duals (:func:`gs_dual_bound`,
-:func:`interaction_dual_bound`; ``lp`` also the latter at its prior) and reports "optimal"
-(``exact``) only when the two meet within :data:`GAP_TOLERANCE`, as ``factored`` does;
-otherwise "gap_above_tolerance".
+:func:`interaction_dual_bound`; ``lp`` also the latter at its prior), where that leaves the gap
+open also column generation's (:func:`_judged_against_optimum`), and reports "optimal"
+(``exact``) only when the mechanism and the best bound meet within :data:`GAP_TOLERANCE`, as
+``factored`` does; otherwise "gap_above_tolerance".
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from dpopt.programs.count_query import (
 )
 from dpopt.export import StoredSolution, check_labels, stored_fields
 from dpopt.registry import register, register_reader
-from dpopt.validation import check_array
+from dpopt.validation import DPOptError, check_array
 from dpopt.solution import Solution, mechanism_frame
 from dpopt.solvers import run_program, solver_unit
 
@@ -128,8 +129,8 @@ def _solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution
     # it sat 7.6e-8 below at n = 25), and the Bayes risk of its prior over the geometric
     # mechanism's remaps (Theorem 1; only mu enters, which HiGHS gets far more accurately)
     lower = max(gs_dual_bound(problem, below, above, loss_duals), interaction_dual_bound(problem, loss_duals))
-    return _judged(_solution(problem, x, cert, method="lp", solver=info.solver, status=info.status,
-                             details={"solver_objective": info.objective, "solver_max_violation": info.max_violation}), lower)
+    return _judged_against_optimum(_solution(problem, x, cert, method="lp", solver=info.solver, status=info.status,
+                                             details={"solver_objective": info.objective, "solver_max_violation": info.max_violation}), lower)
 
 
 def _judged(solution: Solution, lower: float) -> Solution:
@@ -140,6 +141,35 @@ def _judged(solution: Solution, lower: float) -> Solution:
     closed = gap <= GAP_TOLERANCE * abs(solution.objective) + ABSOLUTE_GAP
     return dataclasses.replace(solution, exact=closed, status="optimal" if closed else "gap_above_tolerance",
                                details={**solution.details, "lower_bound": lower, "gap": gap})
+
+
+def _judged_against_optimum(solution: Solution, lower: float) -> Solution:
+    """:func:`_judged` for a mechanism of the GS LP, and where the solver's own bound leaves the
+    gap open, judged again against column generation's certified Lagrangian bound on the same
+    optimum (``details["lower_bound_from"]``; by Theorem 1 the interaction LP's optimum is the
+    GS optimum). That bound is the one :func:`interaction_dual_bound` gives at the solver's
+    prior, at the prior column generation converges to instead: the loss duals of an interior
+    point or of a vertex HiGHS stops at are only near optimal. On ``lp`` at epsilon = 1 it closed
+    the gap at n = 80 and 100 under absolute loss (1e-9 and 2e-7 below the objective at n = 90;
+    4.5e-10 with it) and from n = 60 under squared loss; the mechanism is unchanged, and where
+    the repair left it more than the tolerance above the optimum (n = 40) it stays
+    "gap_above_tolerance"."""
+    judged = _judged(solution, lower)
+    if judged.exact:
+        return judged
+    better = _column_generation_bound(solution.problem)
+    if not better > lower:
+        return judged
+    rejudged = _judged(solution, better)
+    return dataclasses.replace(rejudged, details={**rejudged.details, "lower_bound_from": "factored (column generation's Lagrangian bound)"})
+
+
+def _column_generation_bound(problem: CountQuery) -> float:
+    """The certified lower bound of :func:`solve_by_column_generation`, or -inf where it fails."""
+    try:
+        return float(solve_by_column_generation(problem).lower_bound)
+    except DPOptError:
+        return -np.inf
 
 
 def _normalised_multipliers(problem: CountQuery, loss_duals: Any) -> tuple[np.ndarray, float] | None:
@@ -231,7 +261,7 @@ def _solve_interaction(problem: CountQuery, solver: str | None) -> Solution:
         objective=float(losses.max()), details={"solver_objective": info.objective, "solver_max_violation": info.max_violation,
                                                 "remap": mechanism_frame(mechanism.remap.toarray())},
     )
-    return _judged(solution, interaction_dual_bound(problem, program.program.constraints[2].dual_value))
+    return _judged_against_optimum(solution, interaction_dual_bound(problem, program.program.constraints[2].dual_value))
 
 
 #: Details that are losses, multiplied back by the scale.
