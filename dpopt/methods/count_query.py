@@ -40,7 +40,7 @@ from dpopt.mechanisms.randomized_response import randomized_response_matrix
 from dpopt.problems.count_query import CountQuery
 from dpopt.programs.column_generation import solve_by_column_generation
 from dpopt.programs.column_generation.pricing import lagrangian_costs
-from dpopt.programs.column_generation.result import ABSOLUTE_GAP, evaluated
+from dpopt.programs.column_generation.result import ABSOLUTE_GAP, at_most, evaluated
 from dpopt.programs.count_query import (
     build_geometric_interaction_program,
     build_gs_program,
@@ -136,7 +136,7 @@ def _solve_lp(problem: CountQuery, solver: str | None, repair: bool) -> Solution
 def _judged(solution: Solution, lower: float) -> Solution:
     """``solution`` "optimal" and exact if its objective is within :data:`GAP_TOLERANCE` of
     ``lower`` (or of the cheapest-output bound), else "gap_above_tolerance"; both in its details."""
-    lower = max(lower, _cheapest_output_bound(solution.problem))
+    lower = at_most(max(lower, _cheapest_output_bound(solution.problem)), solution.objective)
     gap = solution.objective - lower
     closed = gap <= GAP_TOLERANCE * abs(solution.objective) + ABSOLUTE_GAP
     return dataclasses.replace(solution, exact=closed, status="optimal" if closed else "gap_above_tolerance",

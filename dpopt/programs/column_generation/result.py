@@ -14,6 +14,21 @@ from dpopt.problems.count_query import CountQuery
 #: Absolute slack in the stopping rule, so an optimum of 0 (S a single value) can stop.
 ABSOLUTE_GAP = 1e-14
 
+#: How far (relative) a computed lower bound may sit above the computed objective it bounds and
+#: still be read as equal to it: both are sums of up to n + 1 rounded terms, and on 120 solved
+#: problems (n = 5..500, three losses) the Lagrangian bound came out above the objective in 21,
+#: by up to 8.2e-16 (four ulps). 64 ulps; anything beyond is left for the caller to see.
+ROUNDING_SLACK = 64 * 2.0**-52
+
+
+def at_most(lower: float, upper: float) -> float:
+    """``lower``, or ``upper`` where ``lower`` exceeds it by no more than :data:`ROUNDING_SLACK`:
+    a certified bound that met the objective to its last digits is reported as that objective,
+    so ``lower_bound <= objective`` holds as printed."""
+    if upper < lower <= upper + ROUNDING_SLACK * max(abs(upper), 1e-300):
+        return upper
+    return lower
+
 
 @dataclass(frozen=True)
 class ColumnGenerationResult:
@@ -58,6 +73,9 @@ class ColumnGenerationResult:
     route: str = "column generation"
     multipliers: np.ndarray | None = None
     solver: str = "HIGHS"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lower_bound", at_most(float(self.lower_bound), float(self.upper_bound)))
 
     @property
     def gap(self) -> float:
