@@ -31,6 +31,7 @@ __all__ = [
     "check_array",
     "read_text_file",
     "fail",
+    "fraction_text",
 ]
 
 
