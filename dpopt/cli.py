@@ -73,12 +73,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"dpopt: error: {message}\n")
 
 
+def _version() -> str:
+    """The installed distribution's version (the package's own where it runs uninstalled)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dpopt")
+    except PackageNotFoundError:
+        from dpopt import __version__
+
+        return __version__
+
+
 _SOURCE_HELP = ("a problem file (solved first), or a mechanism exported by `dpopt solve --export` "
                 f"({', '.join(EXPORT_FORMATS)}; verified on reading, then used as it is)")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="dpopt", description="Design differentially private mechanisms by optimization.")
+    parser.add_argument("--version", action="version", version=f"dpopt {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     solve_cmd = commands.add_parser("solve", help="solve a problem file and print the solution as JSON")
@@ -595,7 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpopt`` console script; returns the exit status."""
     try:
         args = _parser().parse_args(_attach_negative_values(sys.argv[1:] if argv is None else list(argv)))
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, one line printed)
+    except SystemExit as exc:  # argparse: --help or --version (0), or a usage error (2, one line printed)
         return int(exc.code or 0)
     if not _stdout_open():
         return _fail(EXIT_BAD_INPUT, "error", "stdout is closed; the result is written there as JSON (nothing was done)")

@@ -611,3 +611,15 @@ def test_a_finite_universe_with_whole_outputs_releases_integers(capsys):
     assert releases.dtype == np.float64 and set(releases) <= {0.0, 0.5, 1.0}
     whole = dpopt.FiniteQuery(universe={"type": "explicit", "values": [0, 2, 7], "neighbours": [[0, 1], [1, 2]]}, epsilon=1.0)
     assert dpopt.solve(whole).sample(1, 50, rng=1).dtype == np.int64
+
+
+def test_version_prints_the_installed_version_and_matches_the_package(capsys):
+    """``dpopt --version`` (until 2026-11-29 a usage error, exit 2): one line on stdout, exit 0,
+    the same version as ``dpopt.__version__`` and the installed distribution."""
+    from importlib.metadata import version
+
+    import dpopt
+
+    code, out, err = run(capsys, "--version")
+    assert code == 0 and err == ""
+    assert out == f"dpopt {version('dpopt')}\n" == f"dpopt {dpopt.__version__}\n"
