@@ -115,8 +115,20 @@ def _values(table: Any, name: str) -> dict[str, list[Any]]:
             raise fail(f"{name}.kind", OWNER, "fixed in [base] (a sweep varies fields of one kind)", values)
         if not isinstance(values, list) or not values:
             raise fail(f"{name}.{field}", OWNER, "a non-empty list of values", values)
+        if name == "grid":
+            _check_distinct(values, f"grid.{field}")
         out[field] = values
     return out
+
+
+def _check_distinct(values: list[Any], field: str) -> None:
+    """Refuse a list that names one value twice: its cells would be one cell, and the table one row."""
+    seen: set[str] = set()
+    for value in values:
+        text = json.dumps(value, sort_keys=True, default=str)
+        if text in seen:
+            raise fail(field, OWNER, f"a list of distinct values ({text} appears twice: one cell, one row)", values)
+        seen.add(text)
 
 
 def sweep_from_dict(data: dict[str, Any], *, origin: str = "sweep file", base_dir: Path | None = None) -> Sweep:
@@ -146,6 +158,10 @@ def sweep_from_dict(data: dict[str, Any], *, origin: str = "sweep file", base_di
     methods = data.get("methods")
     if methods is not None and (not isinstance(methods, list) or not methods or not all(isinstance(m, str) for m in methods)):
         raise fail("methods", origin, "a non-empty list of method names (omit it for every applicable method)", methods)
+    if methods is not None:
+        _check_distinct(methods, "methods")
+    if zipped:
+        _check_distinct([list(row) for row in zip(*zipped.values())], "zip")
     random_fields = _random_fields(data.get("random"))
     seeds = _seeds(data.get("seeds"), random_fields)
     for name in [*grid, *zipped]:
@@ -155,7 +171,8 @@ def sweep_from_dict(data: dict[str, Any], *, origin: str = "sweep file", base_di
     count = len(combos) * (len(methods) if methods else 1)
     if count > MAX_CELLS:
         raise fail("grid", origin, f"at most {MAX_CELLS:,} (cell, method) rows", count)
-    cells = []
+    cells: list[Cell] = []
+    first_of: dict[str, int] = {}  # key -> the cell that has it (two cells, one problem: one row)
     for index, parameters in enumerate(combos):
         problem = _with_random_fields(base, parameters, random_fields)
         if base_dir is not None:  # CSV paths in the sweep file are relative to it, as in a problem file
@@ -164,7 +181,13 @@ def sweep_from_dict(data: dict[str, Any], *, origin: str = "sweep file", base_di
         names = methods if methods else [m.name for m in _applicable(built)]
         for method in names:
             _check_method(built, method, index, parameters)
-            cells.append(Cell(parameters, problem, method, _cell_key(problem, method)))
+            key = _cell_key(problem, method)
+            if key in first_of:
+                earlier = cells[first_of[key]].parameters
+                raise fail("grid", origin, f"values that give distinct problems ({earlier} and {parameters} are the same "
+                           f"{built.kind} problem: one row)", parameters)
+            first_of[key] = len(cells)
+            cells.append(Cell(parameters, problem, method, key))
     varied = tuple(grid) + tuple(zipped) + (("seed",) if seeds != [None] else ())
     if set(record) & set(varied):
         raise fail("record", origin, "names other than the varied fields", sorted(set(record) & set(varied)))
@@ -238,7 +261,9 @@ def _seeds(value: Any, random_fields: dict[str, dict[str, Any]]) -> list[int | N
         return list(range(check_int(value, "seeds", OWNER, low=1, high=MAX_CELLS)))
     if not isinstance(value, list) or not value:
         raise fail("seeds", OWNER, "a count, or a non-empty list of seeds", value)
-    return [check_int(v, "seeds", OWNER, low=0) for v in value]
+    seeds = [check_int(v, "seeds", OWNER, low=0) for v in value]
+    _check_distinct(seeds, "seeds")
+    return seeds
 
 
 def _with_random_fields(base: dict[str, Any], parameters: dict[str, Any], random_fields: dict[str, dict[str, Any]]) -> dict[str, Any]:

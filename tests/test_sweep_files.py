@@ -76,3 +76,26 @@ def test_an_edited_csv_universe_is_solved_again_not_resumed(tmp_path):
     (tmp_path / "u.csv").write_text("value,neighbours\n0,1\n10,0 2\n20,1\n")  # values ten times apart
     second = sweeps.run_sweep(load_sweep(tmp_path / "s.toml"), output=output, progress=False)
     assert len(second) == 2 and (second["objective"] > 5 * first["objective"]).all()
+
+
+COUNT_BASE = {"kind": "count_query", "n": 4, "loss": "absolute"}
+RANDOM_QUERY = {"query": {"generator": "uniform_matrix", "rows": 1, "columns": 3}}
+DX_BASE = {"kind": "dx_linear_query", "n": 10, "metric": {"type": "uniform", "epsilon": 1.0}}
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    ({"base": COUNT_BASE, "grid": {"alpha": [0.5, 0.5, 0.6]}}, "grid.alpha"),
+    ({"base": COUNT_BASE, "grid": {"alpha": [0.5]}, "methods": ["lp", "factored", "lp"]}, "methods"),
+    ({"base": COUNT_BASE, "zip": {"alpha": [0.5, 0.6, 0.5], "n": [4, 5, 4]}}, "zip"),
+    ({"base": DX_BASE, "random": RANDOM_QUERY, "seeds": [1, 2, 1], "methods": ["exact"]}, "seeds"),
+    ({"base": {**DX_BASE, "query": [[1, 0, 0]]}, "methods": ["exact"],  # two metrics made one by the dotted key
+      "grid": {"metric": [{"type": "uniform", "epsilon": 1.0}, {"type": "uniform", "epsilon": 2.0}], "metric.epsilon": [3.0]}},
+     "grid"),
+])
+def test_values_that_name_one_cell_twice_are_refused(spec, field, monkeypatch):
+    """Until 2026-11-29 they were one cell and one row, silently: alpha = [0.5, 0.5, 0.6] gave
+    two rows where three were asked for. Zipped lists may repeat a value, not a row."""
+    monkeypatch.setattr(sweeps, "solve_cell", lambda *a: pytest.fail("no cell may be solved"))
+    with pytest.raises(InvalidParameterError, match=rf"'{field}' parameter of sweep.*(appears twice|same .* problem)"):
+        sweep_from_dict({"kind": "sweep", "methods": ["factored"], **spec})
+    sweep_from_dict({"kind": "sweep", "methods": ["factored"], "base": COUNT_BASE, "zip": {"alpha": [0.5, 0.6, 0.5], "n": [4, 4, 5]}})
