@@ -2,6 +2,7 @@
 
     python benchmarks/dx.py [--k 10] [--full-timeout 300]
     python benchmarks/dx.py --large 1000 2000 3000     # random Euclidean and dates universes, see large_universes
+    python benchmarks/dx.py --triangle 500 1000 1500   # the triangle-inequality check, see triangle_check
 
 Prints one table. Rows:
 
@@ -141,16 +142,51 @@ def large_universes(sizes: list[int]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["metric", "N"])
 
 
+def triangle_check(sizes: list[int]) -> pd.DataFrame:
+    """The triangle-inequality check of an N x N matrix: the Floyd-Warshall screen of
+    :func:`~dpopt.dx.metric.first_triangle_violation` against its baseline in this process,
+    :func:`~dpopt.dx.metric.violation_by_passes` (N numpy passes, the route before 2026-11-29).
+
+    Two matrices per N: Euclidean distances of random points (a metric: the screen passes it
+    and the passes are not run) and the same with one entry raised 1% above its shortest path
+    (the screen flags it and the passes find the triple). ``ratio`` = time / baseline's; the
+    answers must agree.
+    """
+    from dpopt.dx.metric import first_triangle_violation, violation_by_passes
+
+    rows = []
+    for size in sizes:
+        rng = np.random.default_rng(size)
+        points = rng.uniform(0, 100, (size, 2))
+        metric = np.sqrt(((points[:, None] - points[None]) ** 2).sum(-1))
+        broken = metric.copy()
+        i, j = size // 3, 2 * size // 3
+        broken[i, j] = broken[j, i] = 1.01 * (metric[i, j] + 1e-9) + metric[i].min() + 1.0
+        for name, d in (("metric", metric), ("one violation", broken)):
+            found, seconds, peak = measure(lambda: first_triangle_violation(d))
+            baseline, base_s, base_peak = measure(lambda: violation_by_passes(d))
+            rows.append({"matrix": name, "N": size, "seconds": seconds, "peak_MiB": peak, "baseline_seconds": base_s,
+                         "baseline_peak_MiB": base_peak, "ratio": seconds / base_s, "same_answer": found == baseline,
+                         "answer": "none" if found is None else str(found)})
+    return pd.DataFrame(rows).set_index(["matrix", "N"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--full-timeout", type=float, default=300.0)
     parser.add_argument("--large", type=int, nargs="*", default=None, metavar="N",
                         help="instead: exact_surrogate on N random Euclidean points and N dates, against the O(N^3) check and reduction")
+    parser.add_argument("--triangle", type=int, nargs="*", default=None, metavar="N",
+                        help="instead: the triangle-inequality check of N x N matrices, screen against passes")
     args = parser.parse_args()
     pd.set_option("display.width", 220)
     pd.set_option("display.max_columns", 20)
     start = time.perf_counter()
+    if args.triangle:
+        print(triangle_check(args.triangle).to_string(float_format=lambda v: f"{v:.4g}"))
+        print(f"\n(total {time.perf_counter() - start:.0f} s)")
+        return
     if args.large:
         print(large_universes(args.large).to_string(float_format=lambda v: f"{v:.4g}"))
         print(f"\n(total {time.perf_counter() - start:.0f} s)")

@@ -28,7 +28,7 @@ from dpopt.limits import MAX_MAGNITUDE, MAX_UNIVERSE
 from dpopt.privacy import not_implied
 from dpopt.validation import check_array, check_int, check_real, fail, read_text_file
 
-__all__ = ["DXMetric", "check_metric", "check_workload", "first_triangle_violation"]
+__all__ = ["DXMetric", "check_metric", "check_workload", "first_triangle_violation", "shortest_path_closure", "violation_by_passes"]
 
 OWNER = "dx metric"
 #: Relative slack of the triangle-inequality check (floating-point sums).
@@ -47,6 +47,12 @@ def first_triangle_violation(d: np.ndarray) -> tuple[int, int, int] | None:
     """
     if _closure_passes(d):
         return None
+    return violation_by_passes(d)
+
+
+def violation_by_passes(d: np.ndarray) -> tuple[int, int, int] | None:
+    """:func:`first_triangle_violation` by N vectorised passes, one per middle point k (the
+    route that decides; ``benchmarks/dx.py --triangle`` times the closure screen against it)."""
     for k in range(d.shape[0]):
         through = d[:, k][:, None] + d[k, :][None, :]
         with np.errstate(invalid="ignore"):
@@ -104,7 +110,7 @@ class DXMetric:
         if np.any(np.diag(d) != 0):
             raise fail("matrix", OWNER, "zero on the diagonal", np.diag(d))
         if self.closure:
-            d = shortest_path(d, method="FW", directed=False) if np.isfinite(d).all() else _closure_with_inf(d)
+            d = shortest_path_closure(d)
         elif not self.proven:
             triple = first_triangle_violation(d)
             if triple is not None:
@@ -316,12 +322,17 @@ def _universe_size(size: Any, parameter: str = "size") -> int:
     return check_int(size, parameter, OWNER, low=2, high=MAX_UNIVERSE)
 
 
-def _closure_with_inf(d: np.ndarray) -> np.ndarray:
-    """Floyd-Warshall closure that keeps +inf entries (unreachable pairs)."""
-    out = d.copy()
-    for k in range(out.shape[0]):
-        out = np.minimum(out, out[:, k][:, None] + out[k, :][None, :])
-    return out
+def shortest_path_closure(d: np.ndarray) -> np.ndarray:
+    """The largest metric below a symmetric ``d`` (+inf: no path): shortest paths, zeros as edges.
+
+    scipy's csgraph reads a dense matrix's zeros as missing edges; ``closure=True`` used it that
+    way until 2026-11-29, so a distance of 0 between two points came back as the length of a
+    path around them, and paths through it were ignored: [[0, 0, 5], [0, 0, 1], [5, 1, 0]] became
+    [[0, 6, 5], ...], weakening the privacy the user asked of that pair from "identical" to
+    e^(6 eps). Here +inf is the missing edge and a zero is an edge of length 0.
+    """
+    closure = shortest_path(csgraph_from_dense(d, null_value=np.inf), method="FW", directed=False)
+    return np.minimum(closure, d)
 
 
 def check_metric(metric: Any, owner: str) -> "DXMetric":

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpopt.limits import MAX_MAGNITUDE
+from dpopt.dx.metric import shortest_path_closure
 from dpopt.dx.smalldb import envelope_breakpoints, lipschitz_approximation
 from dpopt.mechanisms.grid_release import rounded_laplace_release
 from dpopt.mechanisms.laplace import laplace_ppf
@@ -82,12 +83,7 @@ def metric_closure(distances: np.ndarray) -> np.ndarray:
     and McShane-Whitney's formula, which needs the triangle inequality, becomes exact for
     budgets that are not metrics.
     """
-    from scipy.sparse.csgraph import shortest_path
-
-    finite = np.where(np.isfinite(distances), distances, 0.0)  # 0 = no edge for csgraph
-    closure = shortest_path(finite, directed=False)
-    closure[np.isinf(distances) & np.isinf(closure)] = np.inf
-    return np.minimum(closure, distances)
+    return shortest_path_closure(distances)
 
 
 @dataclass(frozen=True)

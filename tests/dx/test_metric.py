@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpopt.dx.metric import DXMetric
+from dpopt.dx.metric import DXMetric, first_triangle_violation
 from dpopt.validation import InvalidParameterError
 from tests.conftest import examples
 
@@ -183,3 +183,47 @@ def test_the_triangle_check_screened_by_a_closure_finds_what_every_pass_finds(si
         legs = np.abs(x[:, None] - x[None])  # each triangle within 1 + 1e-12, a chain of unit legs (L > 5) not:
         d = legs * (1 + 5e-13) ** np.ceil(np.log2(np.maximum(legs, 1)))  # the closure flags what the passes let by
     assert first_triangle_violation(d) == _triangle_passes(d)
+
+
+def _closure_by_passes(d):
+    """Floyd-Warshall written out in numpy: every point k as a middle point, +inf unreachable."""
+    out = np.array(d, dtype=float)
+    for k in range(len(out)):
+        out = np.minimum(out, out[:, k][:, None] + out[k, :][None, :])
+    return out
+
+
+def test_a_zero_distance_is_an_edge_of_the_closure():
+    """Until 2026-11-29 ``closure=True`` read a zero distance as a missing edge (scipy's dense
+    convention): d(0, 1) = 0 came back as 6, the length of the path around it, weakening the
+    privacy asked of that pair from identical to e^(6 eps), and d(0, 2) stayed 5 although 0 and
+    1 are one point and d(1, 2) = 1. ``metric_closure`` (Theorem 10's budgets) missed the same
+    paths."""
+    from dpopt.dx.statistical import metric_closure
+
+    d = np.array([[0, 0, 5], [0, 0, 1], [5, 1, 0.0]])
+    expected = [[0, 0, 1], [0, 0, 1], [1, 1, 0]]
+    np.testing.assert_array_equal(DXMetric(d, closure=True).matrix, expected)
+    np.testing.assert_array_equal(metric_closure(d), expected)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.integers(2, 12), st.integers(0, 2**32 - 1), st.floats(0.0, 0.5), st.floats(0.0, 0.3))
+def test_the_closure_is_the_largest_metric_below_the_matrix(size, seed, zeros, infinite):
+    """Against Floyd-Warshall in numpy, with zero distances between distinct points and +inf
+    (no path) mixed in: equal entries, never above the matrix, and a metric."""
+    from dpopt.dx.metric import shortest_path_closure
+    from dpopt.dx.statistical import metric_closure
+
+    rng = np.random.default_rng(seed)
+    d = rng.uniform(0.1, 10, (size, size))
+    d[rng.random((size, size)) < zeros] = 0.0
+    d[rng.random((size, size)) < infinite] = np.inf
+    d = np.triu(d, 1)
+    d = d + d.T
+    expected = _closure_by_passes(d)
+    for closure in (shortest_path_closure(d), metric_closure(d), DXMetric(d, closure=True).matrix):
+        np.testing.assert_allclose(closure, expected, rtol=1e-14, atol=0)
+        assert (closure <= d).all()
+    finite = np.where(np.isfinite(expected), expected, 1e300)
+    assert first_triangle_violation(finite) is None
