@@ -147,10 +147,12 @@ def triangle_check(sizes: list[int]) -> pd.DataFrame:
     :func:`~dpopt.dx.metric.first_triangle_violation` against its baseline in this process,
     :func:`~dpopt.dx.metric.violation_by_passes` (N numpy passes, the route before 2026-11-29).
 
-    Two matrices per N: Euclidean distances of random points (a metric: the screen passes it
-    and the passes are not run) and the same with one entry raised 1% above its shortest path
-    (the screen flags it and the passes find the triple). ``ratio`` = time / baseline's; the
-    answers must agree.
+    Three matrices per N: Euclidean distances of random points (a metric: the screen passes it
+    and the passes are not run); the same with one entry raised far above its shortest path
+    (witnessed by every k: the early passes name it); and one where the last point sits at the
+    midpoint of two others whose distance is raised by 1e-9 (witnessed by that k alone: the
+    early passes, the screen and the remaining passes all run, the worst case).
+    ``ratio`` = time / baseline's; the answers must agree.
     """
     from dpopt.dx.metric import first_triangle_violation, violation_by_passes
 
@@ -162,7 +164,11 @@ def triangle_check(sizes: list[int]) -> pd.DataFrame:
         broken = metric.copy()
         i, j = size // 3, 2 * size // 3
         broken[i, j] = broken[j, i] = 1.01 * (metric[i, j] + 1e-9) + metric[i].min() + 1.0
-        for name, d in (("metric", metric), ("one violation", broken)):
+        late = points.copy()
+        late[-1] = (late[i] + late[j]) / 2
+        subtle = np.sqrt(((late[:, None] - late[None]) ** 2).sum(-1))
+        subtle[i, j] = subtle[j, i] = subtle[i, j] * (1 + 1e-9)
+        for name, d in (("metric", metric), ("gross violation", broken), ("late violation", subtle)):
             found, seconds, peak = measure(lambda: first_triangle_violation(d))
             baseline, base_s, base_peak = measure(lambda: violation_by_passes(d))
             rows.append({"matrix": name, "N": size, "seconds": seconds, "peak_MiB": peak, "baseline_seconds": base_s,
