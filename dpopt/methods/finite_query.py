@@ -42,7 +42,7 @@ from dpopt.validation import SolverError
 
 KIND = "finite_query"
 
-__all__ = ["certify_finite", "graph_majorant", "mix_until_certified", "trusted_minorant"]
+__all__ = ["certify_finite", "graph_majorant", "mix_until_certified", "privacy_decay", "trusted_minorant"]
 
 
 def certify_finite(problem: FiniteQuery, x: np.ndarray, *, repair: str = "none", weight: float = 0.0, method: str = "measured") -> Certificate:
@@ -68,7 +68,7 @@ def certify_finite(problem: FiniteQuery, x: np.ndarray, *, repair: str = "none",
     )
 
 
-def graph_majorant(problem: FiniteQuery, x: np.ndarray) -> np.ndarray:
+def graph_majorant(problem: FiniteQuery, x: np.ndarray, decay: np.ndarray | None = None) -> np.ndarray:
     """The smallest ``y >= x`` meeting every privacy row: ``y[a, r] = max_c e^(-eps D(a, c)) x[c, r]``.
 
     ``D`` is the distance whose ``e^(eps D)`` bounds each pair's ratio: for neighbour privacy
@@ -83,9 +83,16 @@ def graph_majorant(problem: FiniteQuery, x: np.ndarray) -> np.ndarray:
     smallest: it raised entries of non-neighbours and cost one random probe 150 times the
     LP optimum.)
     """
-    decay = np.exp(-problem.epsilon * _privacy_distances(problem))  # (a, c); exp(-inf) = 0
+    if decay is None:
+        decay = privacy_decay(problem)
     # one output at a time: m x m memory, not the m x m x |R| array (244 MB on the 1044 graphs)
     return np.column_stack([np.max(decay * x[None, :, r], axis=1) for r in range(x.shape[1])])
+
+
+def privacy_decay(problem: FiniteQuery) -> np.ndarray:
+    """``e^(-eps D)`` of :func:`graph_majorant` (m x m; exp(-inf) = 0), formed once per repair and
+    passed to every round, not once per round."""
+    return np.exp(-problem.epsilon * _privacy_distances(problem))
 
 
 def _privacy_distances(problem: FiniteQuery) -> np.ndarray:
@@ -122,11 +129,13 @@ def mix_until_certified(problem: FiniteQuery, x: np.ndarray) -> tuple[np.ndarray
     cert = certify_finite(problem, y, repair="clip", method="measured")
     if cert.ok:
         return y, cert
-    first = _majorised(problem, y)
+    decay = privacy_decay(problem)
+    first = _majorised(problem, y, decay)
     cert = certify_finite(problem, first, repair="clip+majorant", method="measured")
     if cert.ok:
         return first, cert
-    found = _mixes_and_rounds(problem, first, "clip") + _repairs_of(problem, trusted_minorant(problem, y), "clip+trusted_minorant")
+    found = (_mixes_and_rounds(problem, first, "clip", decay)
+             + _repairs_of(problem, trusted_minorant(problem, y, decay), "clip+trusted_minorant", decay))
     return min(found, key=lambda candidate: problem.objective_of(candidate[0]))
 
 
@@ -134,7 +143,7 @@ def mix_until_certified(problem: FiniteQuery, x: np.ndarray) -> tuple[np.ndarray
 TRUSTED = 1e-4
 
 
-def trusted_minorant(problem: FiniteQuery, x: np.ndarray) -> np.ndarray:
+def trusted_minorant(problem: FiniteQuery, x: np.ndarray, decay: np.ndarray | None = None) -> np.ndarray:
     """The largest private matrix below ``max(x, F)``, rows renormalised, where F is the
     smallest private matrix above x's trusted entries (at least :data:`TRUSTED` times their
     row's largest).
@@ -146,7 +155,7 @@ def trusted_minorant(problem: FiniteQuery, x: np.ndarray) -> np.ndarray:
     a ramp rising by e a row to 4.8e-8 beside an entry of 6.6e-13, which the majorant alone
     answers by raising that entry's whole basin, 4.5e-4 of the objective."""
     big = x >= TRUSTED * x.max(axis=1, keepdims=True)
-    floor = graph_majorant(problem, np.where(big, x, 0.0))
+    floor = graph_majorant(problem, np.where(big, x, 0.0), decay)
     y = _graph_minorant(problem, np.maximum(x, floor))
     return y / y.sum(axis=1, keepdims=True)
 
@@ -164,20 +173,20 @@ def _graph_minorant(problem: FiniteQuery, x: np.ndarray) -> np.ndarray:
                                 for r in range(x.shape[1])])
 
 
-def _majorised(problem: FiniteQuery, y: np.ndarray) -> np.ndarray:
+def _majorised(problem: FiniteQuery, y: np.ndarray, decay: np.ndarray) -> np.ndarray:
     """One round: :func:`graph_majorant`, rows renormalised."""
-    z = graph_majorant(problem, y)
+    z = graph_majorant(problem, y, decay)
     return z / z.sum(axis=1, keepdims=True)
 
 
-def _repairs_of(problem: FiniteQuery, start: np.ndarray, note: str) -> list[tuple[np.ndarray, Certificate]]:
+def _repairs_of(problem: FiniteQuery, start: np.ndarray, note: str, decay: np.ndarray) -> list[tuple[np.ndarray, Certificate]]:
     """``start``'s first round if it passes, else :func:`_mixes_and_rounds` of it."""
-    first = _majorised(problem, start)
+    first = _majorised(problem, start, decay)
     cert = certify_finite(problem, first, repair=f"{note}+majorant", method="measured")
-    return [(first, cert)] if cert.ok else _mixes_and_rounds(problem, first, note)
+    return [(first, cert)] if cert.ok else _mixes_and_rounds(problem, first, note, decay)
 
 
-def _mixes_and_rounds(problem: FiniteQuery, first: np.ndarray, note: str) -> list[tuple[np.ndarray, Certificate]]:
+def _mixes_and_rounds(problem: FiniteQuery, first: np.ndarray, note: str, decay: np.ndarray) -> list[tuple[np.ndarray, Certificate]]:
     """Certified repairs of a first round ``first`` that did not pass: its least mixes with a
     constant row, and the first further round that passes (far from private rows, as in a
     random matrix, the rounds can move more mass than a mix)."""
@@ -185,7 +194,7 @@ def _mixes_and_rounds(problem: FiniteQuery, first: np.ndarray, note: str) -> lis
              _least_mix(problem, first, np.broadcast_to(first.mean(axis=0), first.shape), "column_mean", note)]
     y = first
     for _ in range(MAJORANT_ROUNDS - 1):
-        y = _majorised(problem, y)
+        y = _majorised(problem, y, decay)
         cert = certify_finite(problem, y, repair=f"{note}+majorant", method="measured")
         if cert.ok:
             return found + [(y, cert)]
