@@ -117,6 +117,31 @@ def test_auto_picks_the_cheapest_exact_method():
     assert chosen.method == cheapest_exact.name and chosen.exact
 
 
+@pytest.mark.parametrize("neighbouring_set,best", [
+    ([[0, 1], [1000, 1001]], "compositional"),   # Wu-Xia-He's V1: Theorem 3 is 6% below the staircase
+    ([[0, 500], [1000, 1001]], "staircase"),    # V3 at epsilon = 1: the staircase wins (Fig. 7's rate > 1)
+])
+def test_auto_with_no_exact_method_keeps_the_lowest_certified_objective(neighbouring_set, best):
+    """A neighbouring set with gaps has no exact method and no declared fallback; auto took the
+    cheapest, the staircase, even where Theorem 3's noise is 904.5 against its 960.5. Each
+    method is solved again on its own here (compare), the independent route to the minimum."""
+    problem = dpopt.NeighbouringSetNoise(neighbouring_set=neighbouring_set, epsilon=1.0, delta=10.0, grid=20, window=3)
+    chosen = dpopt.solve(problem)
+    alone = {s.method: s.objective for s in dpopt.compare(problem)}
+    assert chosen.method == best == min(alone, key=alone.get)
+    assert chosen.certificate.ok and not chosen.exact
+    considered = {entry["method"]: entry["objective"] for entry in chosen.details["auto_best_of"]}
+    assert considered.keys() == alone.keys()
+    assert all(considered[name] == pytest.approx(alone[name], rel=1e-12) for name in alone)
+    assert dpopt.solve(problem, "staircase").method == "staircase"  # a named method is still just that one
+
+
+def test_auto_with_an_exact_method_runs_only_that_one():
+    interval = dpopt.NeighbouringSetNoise(neighbouring_set=[[0, 1]], epsilon=1.0, delta=10.0, grid=20, window=3)
+    chosen = dpopt.solve(interval)
+    assert chosen.method == "staircase" and chosen.exact and "auto_best_of" not in chosen.details
+
+
 def test_exact_methods_agree_and_bounds_are_above():
     table = dpopt.compare_table(load_problem(PROBLEMS / "zero_one_loss.toml"))
     exact = table[table["exact"]]["objective"]
