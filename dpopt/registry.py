@@ -441,6 +441,19 @@ def _each_outcome(problem: Problem, solver: str | None, *, keep_going: bool = Fa
         yield chosen.name, outcome
 
 
+def _optimum_reference(problem: Problem) -> str:
+    """The method :func:`price_of_closed_form` measures against: ``lp``, else the cheapest exact one."""
+    candidates = _applicable(problem, "auto")
+    names = [m.name for m in candidates]
+    if "lp" in names:
+        return "lp"
+    exact = [m.name for m in candidates if m.is_exact(problem)]
+    if not exact or len(names) < 2:
+        raise fail("problem", "price_of_closed_form", "a problem with an 'lp' program, or a method exact on it and "
+                   f"another to price against it (it has {', '.join(names)}; exact: {', '.join(exact) or 'none'})", problem)
+    return exact[0]
+
+
 def compare_table(problem: Problem, *, solver: str | None = None) -> pd.DataFrame:
     """Every applicable method's objective side by side, with its ratio to the best exact one."""
     solutions = compare(problem, solver=solver)
@@ -455,24 +468,33 @@ def price_of_closed_form(problem: Problem, *, solver: str | None = None) -> pd.D
     """Every applicable method's objective beside the program's optimum, and the ratio.
 
     One row per method: ``exact`` (True for optima, False for closed forms that are
-    only feasible), ``objective``, ``optimum`` (the ``lp`` method's value, solved
-    independently), ``excess = objective - optimum`` and ``ratio = objective / optimum`` --
-    the price of using the closed form instead of solving the program. The ratio is NaN
-    where the optimum is not positive or is zero by design (a problem whose ``zero_optimum``
-    is True: a multi-level release's objective is a deviation, and until 2026-11-29 its
-    ratios of round-off, 0 and 0.058, read as closed forms beating the optimum).
-    ``optimum_exact`` says whether ``optimum`` is the optimum or only an upper bound on it (an
-    ``lp`` that is not exact: a neighbouring set's grid LP, or an LP left with a gap), where a
-    ratio below 1 is a method beating that bound (Theorem 3's noise at 0.94 of the grid LP on
-    ``problems/noise_adding_neighbouring_set.toml``), not the optimum.
+    only feasible), ``objective``, ``optimum`` (the value of the method named in
+    ``optimum_from``, solved independently: ``lp``, or for a kind without one the cheapest
+    method exact on this problem, such as ``exact_surrogate`` for one d_X query or a
+    statistical query's ``exact``), ``excess = objective - optimum`` and
+    ``ratio = objective / optimum`` -- the price of using the closed form instead of solving
+    the program. The ratio is NaN where the optimum is not positive or is zero by design (a
+    problem whose ``zero_optimum`` is True: a multi-level release's objective is a deviation,
+    and until 2026-11-29 its ratios of round-off, 0 and 0.058, read as closed forms beating
+    the optimum). ``optimum_exact`` says whether ``optimum`` is the optimum or only an upper
+    bound on it (an ``lp`` that is not exact: a neighbouring set's grid LP, or an LP left with
+    a gap), where a ratio below 1 is a method beating that bound (Theorem 3's noise at 0.94
+    of the grid LP on ``problems/noise_adding_neighbouring_set.toml``), not the optimum.
+
+    Raises
+    ------
+    InvalidParameterError
+        Before any solving, for a problem with neither an ``lp`` nor an exact method (d_X
+        workloads of several queries, whose problem (6) is non-convex), or with one method
+        only (a calibration: a formula, nothing to price).
     """
+    reference = _optimum_reference(problem)
     table = compare_table(problem, solver=solver)
-    if "lp" not in table.index:
-        raise fail("problem", "price_of_closed_form", "a problem kind with an 'lp' program", problem)
-    optimum = float(table.loc["lp", "objective"])
+    optimum = float(table.loc[reference, "objective"])
     out = table[["exact", "solver", "objective", "seconds"]].copy()
     out["optimum"] = optimum
-    out["optimum_exact"] = bool(table.loc["lp", "exact"])
+    out["optimum_from"] = reference
+    out["optimum_exact"] = bool(table.loc[reference, "exact"])
     out["excess"] = out["objective"] - optimum
     meaningful = optimum > 0 and not getattr(problem, "zero_optimum", False)
     out["ratio"] = out["objective"] / optimum if meaningful else float("nan")

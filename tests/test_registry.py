@@ -259,3 +259,28 @@ def test_price_of_closed_form_says_when_its_optimum_is_only_an_upper_bound():
     assert not bounded["optimum_exact"].any() and not bounded.loc["lp", "exact"]
     assert (bounded["ratio"] < 1).any()  # below an upper bound, which is possible
     assert dpopt.price_of_closed_form(dpopt.CountQuery(n=3, alpha=0.25))["optimum_exact"].all()
+
+
+def test_price_of_closed_form_measures_kinds_without_an_lp_against_their_exact_method():
+    """A statistical query and one d_X query have no ``lp`` but an exact method; they were refused
+    after every method had run. Each ratio is checked against that method solved on its own."""
+    marginal = load_problem(PROBLEMS / "statistical_marginal.toml")
+    table = dpopt.price_of_closed_form(marginal)
+    assert (table["optimum_from"] == "exact").all() and table["optimum_exact"].all()
+    exact, laplace = dpopt.solve(marginal, "exact").objective, dpopt.solve(marginal, "laplace").objective
+    assert table.loc["laplace", "ratio"] == pytest.approx(laplace / exact, rel=1e-12) and laplace > exact
+    one_query = load_problem(PROBLEMS / "dx_hotspots.toml")
+    table = dpopt.price_of_closed_form(one_query)
+    assert (table["optimum_from"] == "exact_surrogate").all()
+    assert (table["ratio"] >= 1 - 1e-9).all()  # nothing beats the exact optimum of problem (6)
+
+
+@pytest.mark.parametrize("name", ["dx_example1.toml", "calibration_gaussian_analytic.toml"])
+def test_price_of_closed_form_refuses_before_any_solving_what_has_no_optimum_to_price_against(name, monkeypatch):
+    """Two d_X queries: problem (6) is non-convex, no method is exact. A calibration: one formula."""
+    def never(*args, **kwargs):
+        raise AssertionError("solved before refusing")
+
+    monkeypatch.setattr(dpopt.registry, "compare_table", never)
+    with pytest.raises(InvalidParameterError, match="'problem'.*an 'lp' program, or a method exact on it"):
+        dpopt.price_of_closed_form(load_problem(PROBLEMS / name))
