@@ -18,6 +18,8 @@ from dpopt.validation import check_array, check_int, check_real, fail
 __all__ = ["METRIC_TYPES", "DXLinearQuery", "metric_from_spec"]
 
 KIND = "dx_linear_query"
+#: SmallDB's failure probability beta where a problem with ``synthetic_size`` gives none.
+SMALLDB_BETA = 0.05
 
 #: metric type -> the fields its table takes
 METRIC_TYPES: dict[str, tuple[str, ...]] = {
@@ -119,8 +121,9 @@ class DXLinearQuery:
         ``smalldb_preprocessing`` route needs to release; every one of the
         ``C(N + m - 1, m)`` candidates is enumerated, so m is checked against
         :data:`dpopt.dx.smalldb.MAX_SMALLDB_CANDIDATES` when that route runs.
-    beta : float
-        SmallDB's failure probability in Theorem 6's ``gamma`` (default 0.05).
+    beta : float, optional
+        SmallDB's failure probability in Theorem 6's ``gamma`` (default 0.05); only with
+        ``synthetic_size``, since no other route reads it.
     release_grid : float, optional
         g > 0: the Laplace routes release each ``c_k (Q'x)_k + Lap(c_k)`` rounded to the
         nearest multiple of g, drawn exactly
@@ -134,7 +137,7 @@ class DXLinearQuery:
     metric: Any
     histogram: Any = None
     synthetic_size: Any = None
-    beta: Any = 0.05
+    beta: Any = None
     release_grid: Any = None
     matrix: np.ndarray = field(init=False, repr=False)
 
@@ -162,7 +165,11 @@ class DXLinearQuery:
             object.__setattr__(self, "histogram", h.astype(int))
         if self.synthetic_size is not None:
             object.__setattr__(self, "synthetic_size", check_int(self.synthetic_size, "synthetic_size", KIND, low=1, high=MAX_RECORDS))
-        object.__setattr__(self, "beta", check_real(self.beta, "beta", KIND, low=0.0, high=1.0, low_open=True, high_open=True))
+        if self.beta is not None and self.synthetic_size is None:
+            raise fail("beta", KIND, "omitted unless synthetic_size is given (SmallDB's failure probability; no other route reads it)",
+                       self.beta)
+        beta = SMALLDB_BETA if self.beta is None else self.beta
+        object.__setattr__(self, "beta", check_real(beta, "beta", KIND, low=0.0, high=1.0, low_open=True, high_open=True))
         if self.release_grid is not None:
             object.__setattr__(self, "release_grid", check_real(self.release_grid, "release_grid", KIND, low=1.0 / MAX_MAGNITUDE,
                                                                 high=MAX_MAGNITUDE))
@@ -197,7 +204,7 @@ class DXLinearQuery:
             data["histogram"] = self.histogram.tolist()
         if self.synthetic_size is not None:
             data["synthetic_size"] = self.synthetic_size
-        if self.beta != 0.05:
+        if self.beta != SMALLDB_BETA:
             data["beta"] = self.beta
         if self.release_grid is not None:
             data["release_grid"] = self.release_grid

@@ -195,7 +195,17 @@ def test_smalldb_route_refuses_to_release_without_m_or_beyond_enumeration():
         dpopt.solve(_smalldb_problem(synthetic_size=2000), "smalldb_preprocessing").sample(None, 1, rng=0)
     for field, value in (("synthetic_size", 0), ("beta", 1.0), ("beta", float("nan"))):
         with pytest.raises(InvalidParameterError, match=field):
-            _smalldb_problem(**{field: value})
+            _smalldb_problem(**{"synthetic_size": 3, field: value})
+
+
+def test_beta_without_smalldb_is_refused_not_ignored():
+    """SmallDB's beta was accepted on any d_X problem and read by no route but SmallDB's."""
+    with pytest.raises(InvalidParameterError, match="'beta'.*omitted unless synthetic_size"):
+        _smalldb_problem(beta=0.5)
+    assert _smalldb_problem(synthetic_size=3).beta == 0.05  # Theorem 6's default
+    given = _smalldb_problem(synthetic_size=3, beta=0.5)
+    assert given.beta == 0.5 and given.to_dict()["beta"] == 0.5
+    assert "beta" not in _smalldb_problem().to_dict()
 
 
 def test_smalldb_export_reads_back_and_an_edit_that_breaks_theorem_5_is_never_sampled(tmp_path):
