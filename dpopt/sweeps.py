@@ -513,6 +513,37 @@ def _execute_isolated(cells: list[Cell], workers: int, timeout: float, memory: b
             connection.close()
 
 
+#: Seconds a Dask scheduler's address has to answer as Dask (:func:`_check_scheduler`).
+SCHEDULER_SECONDS = 20.0
+
+
+def _check_scheduler(address: Any, client_class: Any) -> None:
+    """Refuse, before any cell runs, an address that does not answer as a Dask scheduler within
+    :data:`SCHEDULER_SECONDS`.
+
+    A client connected to it once, without a deadline of our own, and then waited for ever on
+    an HTTP server (the Dask dashboard, whose port 8787 is easily taken for the scheduler's
+    8786: Dask's ``timeout`` does not cover the handshake), and on a server that did answer read
+    its "HTTP/1.1" as a frame length and raised a MemoryError (3 EiB). So an asynchronous client
+    connects first under ``asyncio.wait_for``, which cancels a stalled handshake, and closes.
+    """
+    import asyncio
+
+    async def connect() -> None:
+        client = client_class(address, asynchronous=True, timeout=SCHEDULER_SECONDS)
+        try:
+            await asyncio.wait_for(client, SCHEDULER_SECONDS)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(client.close(), 5.0)
+
+    try:
+        asyncio.run(connect())
+    except Exception as exc:  # noqa: BLE001 - whatever a peer that is not Dask makes Dask raise
+        raise fail("scheduler", OWNER, f"the address of a Dask scheduler that answers within {SCHEDULER_SECONDS:g} s (the "
+                   "dashboard's, 8787 by default, is not the scheduler's, 8786)", f"{address} ({type(exc).__name__})") from None
+
+
 def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:
     try:
         from dask.distributed import Client
@@ -522,10 +553,8 @@ def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool, record: tuple
     if isinstance(scheduler, Client):
         client = scheduler
     else:
-        try:
-            client = Client(scheduler, timeout=20)
-        except (OSError, TimeoutError, ValueError) as exc:  # refused before any cell ran
-            raise fail("scheduler", OWNER, "the address of a reachable Dask scheduler", f"{scheduler} ({type(exc).__name__})") from None
+        _check_scheduler(scheduler, Client)
+        client = Client(scheduler, timeout=SCHEDULER_SECONDS)
     try:
         futures = client.map(_solve_batch, list(_batches(cells, 8)), memory=memory, record=record, pure=False)
         for future in dask_completed(futures):

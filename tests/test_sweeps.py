@@ -1,7 +1,11 @@
 """Sweeps (dpopt.sweeps): the issue's smallest file, workers, resuming, failures, refusals."""
 
+import http.server
 import json
+import socketserver
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -477,3 +481,32 @@ def test_the_command_line_shows_the_progress_bar_on_a_terminal_only(smallest, tm
     assert "12/12" in capsys.readouterr().err
     assert main(["sweep", str(smallest), "--output", str(tmp_path / "c.parquet"), "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
+
+
+class _Replies(socketserver.BaseRequestHandler):
+    """A server that is not Dask and speaks first: an HTTP error, as a proxy sends it."""
+
+    def handle(self) -> None:
+        self.request.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+
+@pytest.mark.parametrize("server_class,handler", [
+    (http.server.ThreadingHTTPServer, http.server.BaseHTTPRequestHandler),  # silent until a request: the dashboard
+    (socketserver.ThreadingTCPServer, _Replies),
+])
+def test_an_address_that_does_not_answer_as_dask_is_refused_naming_the_scheduler(server_class, handler, monkeypatch):
+    """The Dask dashboard's address (an HTTP server) taken for the scheduler's: the sweep waited for
+    ever (Dask's timeout does not cover its handshake); a server that replied at once had its
+    "HTTP/1.1" read as a frame length of 3 EiB, and the sweep ended in a MemoryError (exit 1)."""
+    pytest.importorskip("dask.distributed")
+    monkeypatch.setattr(sweeps, "SCHEDULER_SECONDS", 2.0)
+    server = server_class(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(InvalidParameterError, match="'scheduler'.*answers within 2 s"):
+            run_sweep(sweep_from_dict(_spec()), scheduler=f"tcp://127.0.0.1:{server.server_address[1]}", progress=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert time.perf_counter() - start < 30
