@@ -349,20 +349,21 @@ def _run_one(problem: Problem, chosen: Method, solver: str | None, repair: bool)
 def _run_best(problem: Problem, order: list[Method], solver: str | None, repair: bool, failures: list[str]) -> Any:
     """``auto`` where no method is exact: run each of ``order`` and keep the certified solution
     with the lowest objective (the first of equals, so the cheapest); ``details["auto_best_of"]``
-    holds every objective, ``auto_fallbacks`` what failed."""
-    from dpopt.validation import SolverError
+    holds every objective, ``auto_fallbacks`` what failed. A method that fails (a solver, or a
+    refusal only its run can make) is passed over; if all fail, the cheapest one's error is raised."""
+    from dpopt.validation import DPOptError
 
-    solutions, last_error = [], SolverError("none", "no method could run", "")
+    solutions, errors = [], []
     for chosen in order:
         try:
             solution = _run_one(problem, chosen, solver, repair)
-        except SolverError as exc:
+        except DPOptError as exc:
             failures.append(f"{chosen.name}: {exc}")
-            last_error = exc
+            errors.append(exc)
             continue
         solutions.append(solution)
     if not solutions:
-        raise SolverError(last_error.solver, last_error.status, f"{last_error} (auto tried: {'; '.join(failures)})") from last_error
+        raise errors[0]
     # a certified one wins over any uncertified (only repair=False returns those)
     best = min(solutions, key=lambda s: (not s.certificate.ok, s.objective))
     best.details["auto_best_of"] = [{"method": s.method, "objective": s.objective, "certified": s.certificate.ok} for s in solutions]

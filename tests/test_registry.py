@@ -10,7 +10,7 @@ from dpopt.problem_files import load_problem
 from dpopt.problems.dx_linear_query import DXLinearQuery
 from dpopt.registry import REGISTRY, methods_for, parameters_only
 from dpopt.solution import DATA_KINDS
-from dpopt.validation import InvalidParameterError
+from dpopt.validation import InvalidParameterError, fail
 from tests.conftest import PROBLEMS
 
 EXAMPLES = {
@@ -284,3 +284,21 @@ def test_price_of_closed_form_refuses_before_any_solving_what_has_no_optimum_to_
     monkeypatch.setattr(dpopt.registry, "compare_table", never)
     with pytest.raises(InvalidParameterError, match="'problem'.*an 'lp' program, or a method exact on it"):
         dpopt.price_of_closed_form(load_problem(PROBLEMS / name))
+
+
+def test_auto_with_no_exact_method_passes_over_one_that_fails_and_raises_the_cheapest_error_if_all_do(monkeypatch):
+    problem = dpopt.NeighbouringSetNoise(neighbouring_set=[[0, 1], [1000, 1001]], epsilon=1.0, delta=10.0, grid=20, window=3)
+
+    def refusing(name):
+        def run(problem, solver, repair):
+            raise fail("problem", name, "refused by " + name + " at run time", None)
+        return run
+
+    methods = REGISTRY["noise_adding"]
+    monkeypatch.setitem(methods, "privacy_first", dataclasses.replace(methods["privacy_first"], run=refusing("privacy_first")))
+    chosen = dpopt.solve(problem)
+    assert chosen.method == "compositional" and "refused by privacy_first" in chosen.details["auto_fallbacks"][0]
+    for name in ("staircase", "compositional", "lp"):
+        monkeypatch.setitem(methods, name, dataclasses.replace(methods[name], run=refusing(name)))
+    with pytest.raises(InvalidParameterError, match="refused by staircase"):  # the cheapest
+        dpopt.solve(problem)

@@ -123,7 +123,7 @@ class DXLinearQuery:
         :data:`dpopt.dx.smalldb.MAX_SMALLDB_CANDIDATES` when that route runs.
     beta : float, optional
         SmallDB's failure probability in Theorem 6's ``gamma`` (default 0.05); only with
-        ``synthetic_size``, since no other route reads it.
+        ``synthetic_size``, since no other route reads it (None without it).
     release_grid : float, optional
         g > 0: the Laplace routes release each ``c_k (Q'x)_k + Lap(c_k)`` rounded to the
         nearest multiple of g, drawn exactly
@@ -168,8 +168,9 @@ class DXLinearQuery:
         if self.beta is not None and self.synthetic_size is None:
             raise fail("beta", KIND, "omitted unless synthetic_size is given (SmallDB's failure probability; no other route reads it)",
                        self.beta)
-        beta = SMALLDB_BETA if self.beta is None else self.beta
-        object.__setattr__(self, "beta", check_real(beta, "beta", KIND, low=0.0, high=1.0, low_open=True, high_open=True))
+        if self.synthetic_size is not None:  # None stays None: dataclasses.replace passes it back
+            beta = SMALLDB_BETA if self.beta is None else self.beta
+            object.__setattr__(self, "beta", check_real(beta, "beta", KIND, low=0.0, high=1.0, low_open=True, high_open=True))
         if self.release_grid is not None:
             object.__setattr__(self, "release_grid", check_real(self.release_grid, "release_grid", KIND, low=1.0 / MAX_MAGNITUDE,
                                                                 high=MAX_MAGNITUDE))
@@ -204,7 +205,7 @@ class DXLinearQuery:
             data["histogram"] = self.histogram.tolist()
         if self.synthetic_size is not None:
             data["synthetic_size"] = self.synthetic_size
-        if self.beta != SMALLDB_BETA:
+        if self.beta not in (None, SMALLDB_BETA):
             data["beta"] = self.beta
         if self.release_grid is not None:
             data["release_grid"] = self.release_grid

@@ -1,5 +1,6 @@
 """The dx_linear_query problem kind: routes, auto, CLI, problem files."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -205,7 +206,9 @@ def test_beta_without_smalldb_is_refused_not_ignored():
     assert _smalldb_problem(synthetic_size=3).beta == 0.05  # Theorem 6's default
     given = _smalldb_problem(synthetic_size=3, beta=0.5)
     assert given.beta == 0.5 and given.to_dict()["beta"] == 0.5
-    assert "beta" not in _smalldb_problem().to_dict()
+    assert "beta" not in _smalldb_problem().to_dict() and _smalldb_problem().beta is None
+    assert dataclasses.replace(given, release_grid=0.5).beta == 0.5  # a copy keeps it
+    assert dataclasses.replace(_smalldb_problem(), release_grid=0.5).beta is None
 
 
 def test_smalldb_export_reads_back_and_an_edit_that_breaks_theorem_5_is_never_sampled(tmp_path):
