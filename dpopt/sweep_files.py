@@ -55,7 +55,7 @@ OWNER = "sweep"
 MAX_CELLS = 100_000
 SWEEP_KEYS = ("kind", "base", "grid", "zip", "methods", "seeds", "random", "record", "title", "source")
 #: Table columns every row has, in this order (the cell's varied fields come first).
-RESULT_COLUMNS = ("key", "method", "solver", "status", "exact", "objective", "lower_bound", "upper_bound",
+RESULT_COLUMNS = ("key", "method", "ran", "solver", "status", "exact", "objective", "lower_bound", "upper_bound",
                   "certificate_ok", "max_privacy_loss", "target", "seconds", "peak_mib", "error")
 
 

@@ -185,7 +185,8 @@ def _frame(rows: list[dict[str, Any]], cells: dict[str, Cell], varied: tuple[str
         cell = cells[row["key"]]
         entry = {name: _plain(cell.parameters.get(name)) for name in varied}
         entry.update({column: row.get(column) for column in (*RESULT_COLUMNS, *record)})
-        entry["method"] = cell.method  # the method asked for (auto records what it chose in status/solver)
+        # the method asked for; "ran" is the one that gave the row (auto's choice), empty for a failed cell
+        entry["method"], entry["ran"] = cell.method, (row.get("method") or "") if not row.get("error") else ""
         records.append(entry)
     frame = pd.DataFrame.from_records(records, columns=[*varied, *RESULT_COLUMNS, *record])
     for column in record:  # numbers as floats; lists (vector quantities) stay lists
@@ -195,7 +196,7 @@ def _frame(rows: list[dict[str, Any]], cells: dict[str, Cell], varied: tuple[str
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     for column in ("exact", "certificate_ok"):  # None for a failed cell
         frame[column] = frame[column].astype("boolean")
-    for column in ("solver", "status", "error"):
+    for column in ("ran", "solver", "status", "error"):
         frame[column] = frame[column].fillna("").astype(str)
     for column in varied:  # a grid of lists or mixed types is stored as text
         if frame[column].map(lambda v: isinstance(v, (list, dict))).any():

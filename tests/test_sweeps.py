@@ -510,3 +510,24 @@ def test_an_address_that_does_not_answer_as_dask_is_refused_naming_the_scheduler
         server.shutdown()
         server.server_close()
     assert time.perf_counter() - start < 30
+
+
+def test_the_table_says_which_method_auto_ran_and_resumes_a_table_written_before_it_did(tmp_path):
+    """An ``auto`` row said "auto" and nothing more (its status and solver do not name a method);
+    ``ran`` is the method that gave the row, the one ``dpopt.solve`` picks for that cell alone."""
+    import dpopt
+
+    spec = {"kind": "sweep", "methods": ["auto", "lp"], "base": {"kind": "count_query", "loss": "absolute", "n": 6},
+            "grid": {"alpha": [0.3, 0.6]}}
+    table = run_sweep(sweep_from_dict(spec), progress=False)
+    for _, row in table.iterrows():
+        alone = dpopt.solve(dpopt.CountQuery(n=6, alpha=row["alpha"], loss="absolute"), row["method"])
+        assert row["ran"] == alone.method and row["ran"] != "auto"
+    failing = {**spec, "grid": {"alpha": [0.3]}, "methods": ["auto"], "base": {**spec["base"], "n": 10**7}}
+    assert run_sweep(sweep_from_dict(failing), progress=False)["ran"].tolist() == [""]  # refused: nothing ran
+    output = tmp_path / "t.parquet"
+    first = {**spec, "grid": {"alpha": [0.3]}}
+    run_sweep(sweep_from_dict(first), output=output, progress=False)
+    pd.read_parquet(output).drop(columns="ran").to_parquet(output)  # as an earlier dpopt wrote it
+    resumed = run_sweep(sweep_from_dict(spec), output=output, progress=False)
+    assert len(resumed) == 4 and set(resumed.loc[resumed["alpha"] == 0.6, "ran"]) == {"factored", "lp"}
