@@ -8,6 +8,7 @@ runs the cheapest exact method that applies and records which one ran.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
@@ -349,11 +350,12 @@ def _run_one(problem: Problem, chosen: Method, solver: str | None, repair: bool)
 def _run_best(problem: Problem, order: list[Method], solver: str | None, repair: bool, failures: list[str]) -> Any:
     """``auto`` where no method is exact: run each of ``order`` and keep the certified solution
     with the lowest objective (the first of equals, so the cheapest); ``details["auto_best_of"]``
-    holds every objective, ``auto_fallbacks`` what failed. A method that fails (a solver, or a
+    holds every objective, ``auto_fallbacks`` what failed, and ``seconds`` is the time of them
+    all. A method that fails (a solver, or a
     refusal only its run can make) is passed over; if all fail, the cheapest one's error is raised."""
     from dpopt.validation import DPOptError
 
-    solutions, errors = [], []
+    solutions, errors, start = [], [], time.perf_counter()
     for chosen in order:
         try:
             solution = _run_one(problem, chosen, solver, repair)
@@ -366,7 +368,9 @@ def _run_best(problem: Problem, order: list[Method], solver: str | None, repair:
         raise errors[0]
     # a certified one wins over any uncertified (only repair=False returns those)
     best = min(solutions, key=lambda s: (not s.certificate.ok, s.objective))
-    best.details["auto_best_of"] = [{"method": s.method, "objective": s.objective, "certified": s.certificate.ok} for s in solutions]
+    best = dataclasses.replace(best, seconds=time.perf_counter() - start)  # what auto took: every method it ran
+    best.details["auto_best_of"] = [{"method": s.method, "objective": s.objective, "certified": s.certificate.ok, "seconds": s.seconds}
+                                   for s in solutions]
     if failures:
         best.details["auto_fallbacks"] = failures
     return best

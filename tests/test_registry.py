@@ -134,6 +134,7 @@ def test_auto_with_no_exact_method_keeps_the_lowest_certified_objective(neighbou
     assert considered.keys() == alone.keys()
     assert all(considered[name] == pytest.approx(alone[name], rel=1e-12) for name in alone)
     assert dpopt.solve(problem, "staircase").method == "staircase"  # a named method is still just that one
+    assert chosen.seconds >= sum(entry["seconds"] for entry in chosen.details["auto_best_of"])  # all it ran, not the winner alone
 
 
 def test_auto_with_an_exact_method_runs_only_that_one():
