@@ -527,8 +527,11 @@ def _check_scheduler(address: Any, client_class: Any) -> None:
     8786: Dask's ``timeout`` does not cover the handshake), and on a server that did answer read
     its "HTTP/1.1" as a frame length and raised a MemoryError (3 EiB). So an asynchronous client
     connects first under ``asyncio.wait_for``, which cancels a stalled handshake, and closes.
+    It runs on an event loop of its own in a thread of its own: in Jupyter the main thread's
+    loop is already running, and ``asyncio.run`` refuses to start there.
     """
     import asyncio
+    import threading
 
     async def connect() -> None:
         client = client_class(address, asynchronous=True, timeout=SCHEDULER_SECONDS)
@@ -538,11 +541,21 @@ def _check_scheduler(address: Any, client_class: Any) -> None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(client.close(), 5.0)
 
-    try:
-        asyncio.run(connect())
-    except Exception as exc:  # noqa: BLE001 - whatever a peer that is not Dask makes Dask raise
+    errors: list[BaseException] = []
+
+    def probe() -> None:
+        try:
+            asyncio.run(connect())
+        except BaseException as exc:  # noqa: BLE001 - whatever a peer that is not Dask makes Dask raise
+            errors.append(exc)
+
+    thread = threading.Thread(target=probe, name="dpopt-scheduler-check", daemon=True)
+    thread.start()
+    thread.join(SCHEDULER_SECONDS + 10.0)
+    if thread.is_alive() or errors:
+        why = type(errors[0]).__name__ if errors else "no answer"
         raise fail("scheduler", OWNER, f"the address of a Dask scheduler that answers within {SCHEDULER_SECONDS:g} s (the "
-                   "dashboard's, 8787 by default, is not the scheduler's, 8786)", f"{address} ({type(exc).__name__})") from None
+                   "dashboard's, 8787 by default, is not the scheduler's, 8786)", f"{address} ({why})")
 
 
 def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:

@@ -531,3 +531,18 @@ def test_the_table_says_which_method_auto_ran_and_resumes_a_table_written_before
     pd.read_parquet(output).drop(columns="ran").to_parquet(output)  # as an earlier dpopt wrote it
     resumed = run_sweep(sweep_from_dict(spec), output=output, progress=False)
     assert len(resumed) == 4 and set(resumed.loc[resumed["alpha"] == 0.6, "ran"]) == {"factored", "lp"}
+
+
+def test_a_scheduler_address_works_where_an_event_loop_is_running_as_in_jupyter():
+    """The address check runs its own event loop; in the main thread, where Jupyter's loop is
+    running, ``asyncio.run`` would refuse to start and a good address would read as a bad one."""
+    distributed = pytest.importorskip("dask.distributed")
+    import asyncio
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        async def in_a_notebook():
+            return run_sweep(sweep_from_dict(_spec()), scheduler=cluster.scheduler_address, progress=False)
+
+        table = asyncio.run(in_a_notebook())
+    serial = run_sweep(sweep_from_dict(_spec()), progress=False)
+    pd.testing.assert_frame_equal(serial[STABLE], table[STABLE])
