@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
 
 from dpopt.lazy_modules import pandas as pd
-from dpopt.validation import InvalidParameterError, fail
+from dpopt.validation import DPOptError, InvalidParameterError, fail
 
 __all__ = ["Method", "float_only", "register", "register_reader", "reader_for", "methods_for", "parameters_only", "solve", "compare", "compare_outcomes", "compare_plan", "iter_compare_outcomes", "compare_table", "price_of_closed_form", "REGISTRY"]
 
@@ -324,9 +324,8 @@ def solve(problem: Problem, method: str = "auto", *, solver: str | None = None, 
     if method == "auto" and len(order) > 1 and _best_of(problem, order):
         return _run_best(problem, order, solver, repair, failures)
     for position, chosen in enumerate(order):
-        start = time.perf_counter()
         try:
-            solution = chosen.run(problem, solver, repair)
+            solution = _run_one(problem, chosen, solver, repair)
         except SolverError as exc:
             if position == len(order) - 1:
                 if failures:
@@ -334,7 +333,6 @@ def solve(problem: Problem, method: str = "auto", *, solver: str | None = None, 
                 raise
             failures.append(f"{chosen.name}: {exc}")
             continue
-        solution = solution.with_timing(method=chosen.name, exact=chosen.is_exact(problem), seconds=time.perf_counter() - start)
         if failures:
             solution.details["auto_fallbacks"] = failures
         return solution
@@ -342,6 +340,7 @@ def solve(problem: Problem, method: str = "auto", *, solver: str | None = None, 
 
 
 def _run_one(problem: Problem, chosen: Method, solver: str | None, repair: bool) -> Any:
+    """``chosen``'s solution of ``problem``, stamped with its name, exactness and seconds."""
     start = time.perf_counter()
     solution = chosen.run(problem, solver, repair)
     return solution.with_timing(method=chosen.name, exact=chosen.is_exact(problem), seconds=time.perf_counter() - start)
@@ -351,10 +350,7 @@ def _run_best(problem: Problem, order: list[Method], solver: str | None, repair:
     """``auto`` where no method is exact: run each of ``order`` and keep the certified solution
     with the lowest objective (the first of equals, so the cheapest); ``details["auto_best_of"]``
     holds every objective, ``auto_fallbacks`` what failed, and ``seconds`` is the time of them
-    all. A method that fails (a solver, or a
-    refusal only its run can make) is passed over; if all fail, the cheapest one's error is raised."""
-    from dpopt.validation import DPOptError
-
+    all. A method that fails (a solver, or a refusal only its run can make) is passed over; if all fail, the cheapest one's error is raised."""
     solutions, errors, start = [], [], time.perf_counter()
     for chosen in order:
         try:
