@@ -423,6 +423,9 @@ def _float_refusal(problem: Any, method: str, *, several: bool = False) -> Inval
         grid = " (or declare release_grid in the problem file: exact releases on that grid)"
     elif getattr(problem, "mechanism", None) in ROUNDED_MECHANISMS:
         grid = " (or declare grid in the problem file: exact releases rounded to that grid)"
+    elif str(getattr(problem, "mechanism", "")).startswith("gaussian"):
+        grid = (' (or calibrate mechanism = "discrete_gaussian" with a grid: exact releases on that grid, '
+                "its delta computed for the grid)")
     which = "none of which has an exact sampler: their" if several else "which has no exact sampler: its"
     return InvalidParameterError("--float", "dpopt sample", f"given to draw from {method}, {which} floating-point draws are "
                                  f"for simulation studies, not releases{grid}", False)

@@ -141,7 +141,10 @@ class Universe:
 
     @classmethod
     def from_csv(cls, path: str) -> "Universe":
-        """A CSV file with columns ``value`` and ``neighbours`` (space-separated dataset indices), one row per dataset."""
+        """A CSV file with columns ``value`` and ``neighbours`` (space-separated dataset indices), one row per dataset.
+
+        Any other column is refused (until 2026-11-29 it was ignored, so a ``prior`` column
+        weighed nothing)."""
         import pandas as pd
 
         text = read_text_file(path, "universe.path", OWNER, max_bytes=64 << 20, what="a CSV universe")
@@ -150,6 +153,11 @@ class Universe:
         if repeated:  # pandas would keep the first and rename the rest "value.1": silently ignored
             raise fail("universe.path", OWNER, f"a CSV file whose header names each column once (repeated: "
                        f"{', '.join(repr(name) for name in repeated)})", str(path))
+        unknown = [name for name in header if name not in CSV_COLUMNS]
+        if unknown:  # a "prior" or "outputs" column was read as nothing at all
+            raise fail("universe.path", OWNER, f"a CSV file with only the columns {', '.join(CSV_COLUMNS)} (no column "
+                       f"{', '.join(repr(name[:40]) for name in unknown[:3])}{', ...' if len(unknown) > 3 else ''}: "
+                       "a prior or outputs belong in the problem)", str(path))
         try:
             table = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
             values = table["value"].to_numpy(dtype=float)
@@ -160,6 +168,10 @@ class Universe:
         # the data it was solved on (until 2026-11-29 it named the file, and a file edited since
         # was read back as the universe of an "optimal" mechanism that was not optimal for it)
         return cls.from_edges(values, edges, source=f"csv:{path}")
+
+
+#: The columns of a CSV universe (:meth:`Universe.from_csv`), each required, no others allowed.
+CSV_COLUMNS = ("value", "neighbours")
 
 
 def _check_universe_size(m: int) -> int:

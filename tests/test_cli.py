@@ -422,6 +422,7 @@ def test_a_float_only_release_is_refused_before_any_solving(capsys, monkeypatch)
     code, out, err = run(capsys, "sample", str(PROBLEMS / "calibration_gaussian_analytic.toml"), "--true-value", "3", "--count", "2",
                          "--method", "closed_form")
     assert code == 2 and "draw from closed_form" in err and "release_grid" not in err
+    assert err.count("\n") == 1 and 'mechanism = "discrete_gaussian" with a grid' in err  # the Gaussian that releases exactly
 
 
 def test_an_export_of_a_matrix_too_large_to_build_is_refused_before_solving(capsys, tmp_path, monkeypatch):

@@ -106,6 +106,8 @@ def test_a_csv_universe_is_the_explicit_universe_it_writes_down(tmp_path):
     ("value,neighbours,value\n0,1,7\n1,0,8\n", "repeated: 'value'"),  # pandas reads the second as "value.1"
     ("value,neighbours,neighbours\n0,1,\n1,0,\n", "repeated: 'neighbours'"),
     ("value,links\n0,1\n1,0\n", "columns value, neighbours"),
+    ("value,neighbours,prior\n0,1,0.5\n1,0,0.5\n", "no column 'prior'"),  # was read as if it were not there
+    ("name,value,neighbours\na,0,1\nb,1,0\n", "no column 'name'"),
 ])
 def test_a_csv_universe_with_a_repeated_or_missing_column_is_refused(tmp_path, text, needle):
     path = tmp_path / "u.csv"
