@@ -117,8 +117,8 @@ def _parser() -> argparse.ArgumentParser:
                                  "required except for dx_linear_query and statistical_query, which use the file's histogram or rows)")
     sample_cmd.add_argument("--count", type=int, default=1, help=f"number of releases, 1..{MAX_RELEASES:,}")
     source = sample_cmd.add_mutually_exclusive_group()
-    source.add_argument("--seed", type=int, default=None)
-    source.add_argument("--secure", action="store_true", help="draw from the OS secure source (secrets)")
+    source.add_argument("--seed", type=int, default=None, help="a seed for reproducible draws (tests, simulation studies); without it, and with --secure, releases come from the OS secure source")
+    source.add_argument("--secure", action="store_true", help="draw from the OS secure source (secrets), as without --seed")
     sample_cmd.add_argument("--method", default="auto", help="for a problem file only")
     sample_cmd.add_argument("--solver", default=None, help="for a problem file only")
     sample_cmd.add_argument("--float", action="store_true", dest="float_path",
@@ -394,7 +394,7 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         | {
             "count": args.count,
             "seed": args.seed,
-            "source": "secrets" if args.secure else "numpy.random.Generator(PCG64)",
+            "source": "numpy.random.Generator(PCG64)" if args.seed is not None else "secrets",
             "releases": releases.tolist(),
         }
     ]

@@ -1,8 +1,9 @@
 """Drawing releases from certified mechanisms.
 
 Randomness always comes from a source the caller controls: a seeded
-:class:`numpy.random.Generator`, a seed, or the operating system's secure source
-(:mod:`secrets`) for production releases. There is no global RNG anywhere in dpopt.
+:class:`numpy.random.Generator` or a seed (reproducible draws: tests, simulation studies),
+or, when neither is given, the operating system's secure source (:mod:`secrets`). There is
+no global RNG anywhere in dpopt.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ class SecureRandom:
     """
 
     def random(self, size: int) -> np.ndarray:
-        return np.array([secrets.randbits(53) for _ in range(size)], dtype=float) / 2.0**53
+        words = np.frombuffer(secrets.token_bytes(8 * size), dtype=np.uint64)
+        return (words >> np.uint64(11)).astype(float) / 2.0**53  # the top 53 bits: exact in float64
 
     def __repr__(self) -> str:
         return "SecureRandom()"
@@ -47,10 +49,20 @@ def resolve_rng(rng: Any = None, *, secure: bool = False) -> RandomSource:
     Parameters
     ----------
     rng : Generator, int, or None
-        A Generator is used as is; an int seeds a new PCG64 Generator; ``None``
-        draws a fresh seed from the OS (never a global RNG).
+        A Generator is used as is; an int seeds a new PCG64 Generator; ``None`` is
+        :class:`SecureRandom`, the operating system's secure source.
     secure : bool
-        Use :class:`SecureRandom` (``rng`` must then be None).
+        Use :class:`SecureRandom` (``rng`` must then be None): what ``None`` gives, said
+        explicitly.
+
+    Notes
+    -----
+    Until 2026-11-29 ``None`` meant a PCG64 Generator seeded from the OS, so a release drawn
+    without a seed (``dpopt sample`` with neither ``--seed`` nor ``--secure``) came from a
+    generator that is not cryptographic: its state can in principle be recovered from its
+    outputs (Bouillaguet, Martinez & Sauvage 2020 did so for PCG64 from 512 words), and with
+    it the noise and the true value. Noise for a release should be unpredictable, as
+    OpenDP's is; a seed is for draws that must be reproducible.
     """
     if not isinstance(secure, (bool, np.bool_)):  # None or [] meant "not secure" silently until 2026-11-29
         raise fail("secure", "sampling", "True or False", secure)
@@ -59,7 +71,7 @@ def resolve_rng(rng: Any = None, *, secure: bool = False) -> RandomSource:
             raise fail("rng", "sampling", "None when secure=True", rng)
         return SecureRandom()
     if rng is None:
-        return np.random.default_rng()
+        return SecureRandom()
     if isinstance(rng, (np.random.Generator, SecureRandom)):
         return rng
     seed = check_int(rng, "seed", "sampling", low=0)

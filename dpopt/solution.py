@@ -207,9 +207,10 @@ class Solution:
         count : int
             Number of independent releases.
         rng : numpy.random.Generator or int, optional
-            Seeded source; ``None`` draws a fresh OS seed.
+            Seeded source, for draws that must be reproducible; ``None`` (the default) draws
+            from the operating system's secure source (:mod:`secrets`).
         secure : bool
-            Draw uniforms from :mod:`secrets` instead.
+            Draw from :mod:`secrets` (``rng`` must then be None): the default, said explicitly.
         exact : bool
             Releases (the default) must come from an exact sampler
             (:mod:`dpopt.exact_sampling`); a mechanism sampled by floating point (continuous

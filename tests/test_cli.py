@@ -624,3 +624,18 @@ def test_version_prints_the_installed_version_and_matches_the_package(capsys):
     code, out, err = run(capsys, "--version")
     assert code == 0 and err == ""
     assert out == f"dpopt {version('dpopt')}\n" == f"dpopt {dpopt.__version__}\n"
+
+
+def test_sample_without_a_seed_draws_from_the_secure_source(capsys, monkeypatch):
+    """No --seed meant a PCG64 Generator seeded from the OS (JSON "source": PCG64) until
+    2026-11-29; a release now reads secrets unless a seed asks for reproducible draws."""
+    import secrets
+
+    read = []
+    real = secrets.token_bytes
+    monkeypatch.setattr(secrets, "token_bytes", lambda n: read.append(n) or real(n))
+    code, out, _ = run(capsys, "sample", TABLE1, "--true-value", "1", "--count", "4")
+    assert code == 0 and json.loads(out)["source"] == "secrets" and read
+    read.clear()
+    code, out, _ = run(capsys, "sample", TABLE1, "--true-value", "1", "--count", "4", "--seed", "3")
+    assert code == 0 and json.loads(out)["source"] == "numpy.random.Generator(PCG64)" and not read

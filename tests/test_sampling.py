@@ -39,6 +39,29 @@ def test_secure_source(table1):
         resolve_rng(3, secure=True)
 
 
+def test_secure_uniforms_are_53_bit_multiples_spread_over_the_unit_interval():
+    u = SecureRandom().random(200_000)
+    assert u.dtype == float and np.all(u * 2.0**53 == np.floor(u * 2.0**53)) and ((0 <= u) & (u < 1)).all()
+    assert stats.kstest(u, "uniform").pvalue > 1e-4 and np.unique(u).size > 199_990
+
+
+def test_draws_without_a_seed_come_from_the_secure_source(table1, monkeypatch):
+    """Until 2026-11-29 no seed meant a PCG64 Generator seeded from the OS: not a cryptographic
+    source for a release. Now every draw without a seed reads secrets; a seed still does not."""
+    assert isinstance(resolve_rng(None), SecureRandom) and isinstance(resolve_rng(7), np.random.Generator)
+    import secrets
+
+    def no_secrets(*args):
+        raise RuntimeError("read the OS secure source")
+
+    monkeypatch.setattr(secrets, "token_bytes", no_secrets)
+    with pytest.raises(RuntimeError, match="secure source"):
+        table1.sample(0, 3)
+    with pytest.raises(RuntimeError, match="secure source"):
+        dpopt.solve(dpopt.Calibration(mechanism="laplace", epsilon=1.0, sensitivity=1.0)).sample(0.0, 3, exact=False)
+    assert table1.sample(0, 3, rng=1).tolist() == table1.sample(0, 3, rng=1).tolist()
+
+
 def test_zero_probability_outputs_are_never_drawn():
     x = np.array([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
     draws = sample_row(x, 0, 1000, certify(x, 1.0), np.random.default_rng(0))

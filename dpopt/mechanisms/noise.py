@@ -72,7 +72,7 @@ class AdditiveNoise(ABC):
         count : int
             Number of independent releases.
         rng : numpy.random.Generator or int, optional
-            Seeded source; ``None`` draws a fresh seed from the OS (never a global RNG).
+            Seeded source; ``None`` draws from the OS secure source (never a global RNG).
         secure : bool
             Draw the uniforms from :mod:`secrets` instead.
         exact : bool
