@@ -37,6 +37,7 @@ import math
 import os
 import sys
 import threading
+import warnings
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Iterator, NoReturn, Sequence
@@ -325,6 +326,30 @@ def _stop_children() -> None:
                         os.kill(int(pid), signal.SIGKILL)
 
 
+@contextlib.contextmanager
+def _dask_logs_muted(active: bool) -> Iterator[None]:
+    """Dask logs its own tracebacks (a lost scheduler: 30 lines from ``distributed.client``);
+    the command's stderr has one line per error, so only critical records pass the handlers
+    Dask's import puts on its loggers (a record reaches its ancestors' handlers whatever their
+    loggers' levels, so the handlers' levels are raised)."""
+    import logging
+
+    if not active:
+        yield
+        return
+    with contextlib.suppress(ImportError):  # without Dask the sweep refuses the scheduler itself
+        import distributed  # noqa: F401 - attaches the handlers
+    loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict) if name.split(".")[0] == "distributed"]
+    handlers = [(handler, handler.level) for logger in loggers for handler in logger.handlers]
+    for handler, _ in handlers:
+        handler.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for handler, level in handlers:
+            handler.setLevel(level)
+
+
 def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The JSON objects a command other than ``compare`` prints."""
     if args.command == "sweep":
@@ -332,8 +357,9 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
         check_int(args.workers, "workers", "dpopt sweep", low=1, high=256)
         output = args.output
-        table = run_sweep(load_sweep(args.problem), output=output, workers=args.workers, scheduler=args.scheduler,
-                          progress=False if args.no_progress else None, memory=args.memory, timeout=args.timeout)
+        with _dask_logs_muted(args.scheduler is not None):
+            table = run_sweep(load_sweep(args.problem), output=output, workers=args.workers, scheduler=args.scheduler,
+                              progress=False if args.no_progress else None, memory=args.memory, timeout=args.timeout)
         failed = int((table["error"].fillna("") != "").sum())
         return [{"kind": "sweep", "rows": len(table), "failed": failed, "output": str(output)}]
     _check_draw_options(args)  # before an export is read: it may be large
@@ -616,7 +642,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not _stdout_open():
         return _fail(EXIT_BAD_INPUT, "error", "stdout is closed; the result is written there as JSON (nothing was done)")
     try:
-        with _stdout_reserved_for_json():
+        with _stdout_reserved_for_json(), warnings.catch_warnings():
+            warnings.showwarning = _show_warning
             rows, failures = _run_interruptibly(args)
             text = "".join(_json_line(row) for row in rows)
     except KeyboardInterrupt:  # a sweep's Ctrl-C, after its finished rows reached disk
@@ -669,6 +696,12 @@ def _write_result(text: str) -> bool:
               "it may be cut short")
         return False
     return True
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                  line: str | None = None) -> None:
+    """A warning as one line on stderr, as errors are (Python's own shows the file, line and source)."""
+    _fail(0, "warning", message)
 
 
 def _fail(code: int, label: str, message: object) -> int:

@@ -30,8 +30,10 @@ import math
 import multiprocessing
 import os
 import time
+import warnings
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
@@ -391,15 +393,36 @@ def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool, reco
         for batch in _batches(cells, 1):
             yield _solve_batch(batch, memory, record)
     else:
-        size = max(1, min(BATCH // 4, math.ceil(len(cells) / (4 * workers))))
-        with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent) as pool:
-            try:
-                futures = [pool.submit(_solve_batch, batch, memory, record) for batch in _batches(cells, size)]
-                for future in as_completed(futures):
-                    yield future.result()
-            except BaseException:  # Ctrl-C, or the caller stopped reading: the cells running are not waited for
-                _stop_pool(pool)
-                raise
+        yield from _execute_pool(cells, workers, memory, record)
+
+
+def _execute_pool(cells: list[Cell], workers: int, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:
+    """The cells in batches on a pool of ``workers`` processes.
+
+    A worker killed while it solves (out of memory, a signal) breaks the whole pool, and which
+    batch killed it is not known: the cells not yet returned are then run each in a process of
+    its own (:func:`_execute_isolated`), where a cell that kills its process again is a row with
+    that error. Until 2026-11-29 the sweep ended there, "internal error", and a rerun met the
+    same cell and ended again.
+    """
+    size = max(1, min(BATCH // 4, math.ceil(len(cells) / (4 * workers))))
+    broken: list[int] = []  # batches whose rows never came back
+    with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent) as pool:
+        try:
+            futures = {pool.submit(_solve_batch, batch, memory, record): index for index, batch in enumerate(_batches(cells, size))}
+            for future in as_completed(futures):
+                try:
+                    rows = future.result()
+                except BrokenProcessPool:
+                    broken.append(futures[future])
+                    continue
+                yield rows
+        except BaseException:  # Ctrl-C, or the caller stopped reading: the cells running are not waited for
+            _stop_pool(pool)
+            raise
+    if broken:
+        undelivered = [cell for index in sorted(broken) for cell in cells[index * size:(index + 1) * size]]
+        yield from _execute_isolated(undelivered, workers, MAX_TIMEOUT, memory, record)
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -558,6 +581,15 @@ def _check_scheduler(address: Any, client_class: Any) -> None:
                    "dashboard's, 8787 by default, is not the scheduler's, 8786)", f"{address} ({why})")
 
 
+def _warn_without_workers(client: Any) -> None:
+    """Say so when the scheduler has no workers: its cells wait until one joins, which looked
+    like a sweep hung for ever (0 of N on the progress bar, nothing else). Not refused: an
+    adaptive cluster starts workers only once there is work."""
+    if not client.scheduler_info().get("workers"):
+        warnings.warn(f"the Dask scheduler at {client.scheduler.address} has no workers yet: the sweep's cells wait until "
+                      "one joins", RuntimeWarning, stacklevel=4)
+
+
 def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool, record: tuple[str, ...]) -> Iterator[list[dict[str, Any]]]:
     try:
         from dask.distributed import Client
@@ -570,9 +602,13 @@ def _execute_dask(cells: list[Cell], scheduler: Any, memory: bool, record: tuple
         _check_scheduler(scheduler, Client)
         client = Client(scheduler, timeout=SCHEDULER_SECONDS)
     try:
+        _warn_without_workers(client)
         futures = client.map(_solve_batch, list(_batches(cells, 8)), memory=memory, record=record, pure=False)
         for future in dask_completed(futures):
             yield future.result()
+    except (CancelledError, OSError) as exc:  # the scheduler lost (Dask's CommClosedError is an OSError): one line, not "internal"
+        raise fail("scheduler", OWNER, "a Dask scheduler that stays up until the sweep ends (the rows finished before it was "
+                   "lost are kept: a rerun resumes)", f"{client.scheduler.address} ({type(exc).__name__})") from None
     finally:
         if client is not scheduler:
             client.close()
