@@ -319,12 +319,32 @@ def solve_by_column_generation(
             return flow_result
         flow_support = flow_result.mechanism.remap.nonzero()
     start = time.perf_counter()
-    n = problem.n
-    support = np.array(problem.support)
     plannable = extension_plan(problem) is not None  # whether extended_basis can apply at all
-    # folded where S and the loss are mirror-symmetric, unless a basis can be predicted
-    # (that prediction is not mirror-symmetric; see "Folded masters" in master.py)
-    master = Master(form_for(problem), folded=fold and not plannable)
+    master, coarse_started = _first_master(problem, tol, band, coarse, initial, flow_support, fold and not plannable)
+    loop = _Rounds(problem, master, tol, plannable, coarse_started, warm_resolves=initial is None)
+    whole = loop.run(max_rounds, progress, start)
+    if split and initial is None and not whole.within(CERTIFIED_FACTOR * tol, ABSOLUTE_GAP):
+        # Stopped above the bound (beyond the 1e-9 that count_query reports as optimal at the
+        # default tolerance): S of a few far-apart parts, some narrower than a noise scale,
+        # may certify apart (S = {16, 33, 4833}, alpha = 0.3, n = 5000: whole, 1.2e-7 above its
+        # bound with squared loss; apart, the two-count closed form and a single count, exact).
+        # Tried only now: apart it is slower where the whole certifies (alpha = 0.99: 4.8 -> 9.2 s).
+        apart = solve_by_clusters(problem, tolerance=tol, max_rounds=max_rounds, progress=progress, fold=fold, narrow=True)
+        if apart is not None and apart.gap < whole.gap:
+            return dataclasses.replace(apart, seconds=time.perf_counter() - start, rounds=apart.rounds + whole.rounds)
+    return whole
+
+
+def _first_master(problem: CountQuery, tol: float, band: int | None, coarse: bool, initial: tuple[np.ndarray, np.ndarray] | None,
+                  flow_support: tuple[np.ndarray, np.ndarray] | None, folded: bool) -> tuple[Master, bool]:
+    """The first restricted master (see :func:`solve_by_column_generation` for the options) and
+    whether its columns came from the coarse problem's (:func:`coarse_start`).
+
+    ``folded`` where S and the loss are mirror-symmetric and no basis can be predicted (that
+    prediction is not mirror-symmetric; see "Folded masters" in master.py).
+    """
+    n = problem.n
+    master = Master(form_for(problem), folded=folded)
     predicted = coarse_start(problem, tolerance=tol) if coarse and initial is None else None
     coarse_started = predicted is not None
     if predicted is None and coarse and initial is None and game_applies(problem):
@@ -336,115 +356,161 @@ def solve_by_column_generation(
     inside = (rp >= 0) & (rp <= n)
     master.add_remap_columns(r[inside], rp[inside])
     after_coarse = SIDE_NEIGHBOURS.get(problem.loss_name)
-    if after_coarse is not None and (after_coarse or predicted is None) and support.size < n + 1 and initial is None:
+    if after_coarse is not None and (after_coarse or predicted is None) and len(problem.support) < n + 1 and initial is None:
         master.add_remap_columns(*side_neighbours(problem))
-    if predicted is not None:
-        master.add_remap_columns(*predicted)
-    if initial is not None:
-        master.add_remap_columns(*initial)
-    if flow_support is not None:
-        master.add_remap_columns(*flow_support)
-    history: list[dict[str, float]] = []
-    best_lower, best_multipliers = -np.inf, None
+    for columns in (predicted, initial, flow_support):
+        if columns is not None:
+            master.add_remap_columns(*columns)
+    return master, coarse_started
 
-    def price(duals: np.ndarray) -> Pricing:
-        nonlocal best_lower, best_multipliers
-        lam = np.zeros(n + 1)
-        lam[support] = normalised_multipliers(duals, support.size)
-        pricing = price_columns(problem, lam, master.structure())
-        if pricing.lower_bound > best_lower:
-            best_lower, best_multipliers = pricing.lower_bound, lam
+
+class _Rounds:
+    """The rounds of column generation on one master: solve it, bound it, add the columns that
+    price out, until the bounds meet (:meth:`run`).
+
+    Each master is solved by a *strategy* (see :meth:`Master.solve`): the form's first one,
+    then warm re-solves (primal simplex, or HiGHS's interior point where the master was built
+    from given columns: the bridged master's warm primal re-solves stalled, 18 s and 610 s with
+    narrower free zones, for one round that the interior point does from scratch in about
+    2 s); Clarabel's interior masters, INTERIOR_ROUNDS of them at most, hand over to HiGHS
+    from scratch ("dualized ipm"), before which a predicted basis is tried once where one
+    applies (:func:`extended_basis`).
+    """
+
+    def __init__(self, problem: CountQuery, master: Master, tol: float, plannable: bool, coarse_started: bool,
+                 warm_resolves: bool) -> None:
+        self.problem, self.master, self.tol, self.plannable = problem, master, tol, plannable
+        self.support = np.array(problem.support)
+        self.resolve = "primal" if warm_resolves else "ipm"
+        self.strategy = master.form.first_strategy(coarse_started=coarse_started)
+        self.refreshes = self.interior_rounds = 0
+        self.best_lower, self.best_multipliers = -np.inf, None
+        self.incumbent: np.ndarray | None = None  # T values of the last master solved
+        self.polished = False  # whether incumbent was recomputed from the basis (basic_solution)
+        self.exact_pricing: Pricing | None = None  # the pricing of the last polish's exact duals
+        self.failure = ""
+        self.extension_tried = False  # whether extended_basis was tried (once, before the fallback)
+        # the prediction right after the first interior master, where that was measured to pay
+        self.extendable = plannable and problem.n <= EARLY_EXTENSION_MAX_N
+        self.refactored = False  # whether a predicted basis's solve was re-run on fresh factors
+        self.history: list[dict[str, float]] = []
+
+    def price(self, duals: np.ndarray) -> Pricing:
+        """Price every column at the loss-row multipliers ``duals`` (normalised), keeping the best bound."""
+        lam = np.zeros(self.problem.n + 1)
+        lam[self.support] = normalised_multipliers(duals, self.support.size)
+        pricing = price_columns(self.problem, lam, self.master.structure())
+        if pricing.lower_bound > self.best_lower:
+            self.best_lower, self.best_multipliers = pricing.lower_bound, lam
         return pricing
 
-    exact_pricing: Pricing | None = None  # the pricing of the last polish's exact duals
-
-    def polish() -> bool:
+    def polish(self) -> bool:
         """Replace the incumbent by the basis's exact solution and price its exact duals."""
-        nonlocal incumbent, exact_pricing
-        exact = master.basic_solution()
+        exact = self.master.basic_solution()
         if exact is None:
             return False
-        incumbent, exact_duals = exact
-        exact_pricing = price(exact_duals)
+        self.incumbent, exact_duals = exact
+        self.exact_pricing = self.price(exact_duals)
         return True
 
-    def add_priced(pricing: Pricing, allowed: float) -> int:
+    def add_priced(self, pricing: Pricing, allowed: float) -> int:
         """Add the columns that price out (row minimum below the master's); how many."""
         if pricing.potential <= allowed:
             return 0
-        rows = np.flatnonzero(pricing.row_min < pricing.master_min - allowed / (n + 1))
-        added = master.add_remap_columns(rows, pricing.row_argmin[rows])
+        rows = np.flatnonzero(pricing.row_min < pricing.master_min - allowed / (self.problem.n + 1))
+        added = self.master.add_remap_columns(rows, pricing.row_argmin[rows])
         if pricing.nearby is not None:
             extra = pricing.nearby[rows]
-            added += master.add_remap_columns(np.repeat(rows, extra.shape[1]), extra.ravel())
+            added += self.master.add_remap_columns(np.repeat(rows, extra.shape[1]), extra.ravel())
         return added
 
-    def exact_upper(values: np.ndarray) -> float:
+    def exact_upper(self, values: np.ndarray) -> float:
         """The worst loss of the remap ``values`` (the master's columns), clipped and renormalised."""
-        padded = np.concatenate([values, np.zeros(master.t_rows.size - values.size)])
-        return float(evaluated(problem, master.remap(padded))[1].max())
+        padded = np.concatenate([values, np.zeros(self.master.t_rows.size - values.size)])
+        return float(evaluated(self.problem, self.master.remap(padded))[1].max())
 
-    # the bridged master's warm primal re-solves stalled (18 s, and 610 s with narrower free
-    # zones, for one round that the interior point does from scratch in about 2 s)
-    resolve = "primal" if initial is None else "ipm"
-    master.start_from_identity()
-    strategy, refreshes, interior_rounds = master.form.first_strategy(coarse_started=coarse_started), 0, 0
-    incumbent: np.ndarray | None = None  # T values of the last master solved
-    polished = False  # whether incumbent was recomputed from the basis (basic_solution)
-    failure = ""
-    extension_tried = False  # whether extended_basis was tried (once, before the fallback)
-    # the prediction right after the first interior master, where that was measured to pay
-    extendable = plannable and n <= EARLY_EXTENSION_MAX_N
-    refactored = False  # whether a predicted basis's solve was re-run on fresh factors
-    for round_number in range(1, max_rounds + 1):
-        if strategy == "dualized ipm" and not extension_tried:
-            # before HiGHS from scratch: a predicted basis, where one applies
-            extension_tried = True
-            predicted_basis = extended_basis(problem, tolerance=tol)
-            if predicted_basis is not None and master.install_basis(predicted_basis):
-                # nearly dual optimal, primal infeasible near the ends: 847 dual simplex
-                # pivots where primal simplex needed 10,935 (n = 10,000, alpha = 0.9)
-                strategy = "predicted dual"
-            elif interior_rounds < INTERIOR_ROUNDS:
-                strategy = "interior"  # no prediction after all: the interior masters go on
-        try:
-            objective, values, duals = master.solve("dual" if strategy == "predicted dual" else strategy, checked=strategy in PREDICTED)
-        except SolverError as exc:
-            if incumbent is None:
-                raise
-            # Every fallback failed on a later master (seen: squared loss, alpha = 0.9,
-            # n = 5000). The last solved master's T is still a valid remap: return it
-            # with its certified bounds instead of nothing.
-            failure = str(exc)
-            break
-        incumbent, polished, exact_pricing = values, False, None
+    def run(self, max_rounds: int, progress: Callable[[dict[str, float]], None] | None, start: float) -> ColumnGenerationResult:
+        """Up to ``max_rounds`` masters; the result holds the last one's remap and the best bound."""
+        self.master.start_from_identity()
+        objective = np.inf
+        for round_number in range(1, max_rounds + 1):
+            self._try_extension()
+            try:
+                objective, values, duals = self.master.solve("dual" if self.strategy == "predicted dual" else self.strategy,
+                                                             checked=self.strategy in PREDICTED)
+            except SolverError as exc:
+                if self.incumbent is None:
+                    raise
+                # Every fallback failed on a later master (seen: squared loss, alpha = 0.9,
+                # n = 5000). The last solved master's T is still a valid remap: return it
+                # with its certified bounds instead of nothing.
+                self.failure = str(exc)
+                break
+            self.incumbent, self.polished, self.exact_pricing = values, False, None
+            solved_by = self._solved_by()
+            allowed = self.tol * abs(objective) + ABSOLUTE_GAP
+            objective, pricing = self._bound(objective, values, duals, solved_by, allowed, first=round_number == 1)
+            record = {"round": round_number, "columns": self.master.t_rows.size, "master": objective, "lower": self.best_lower,
+                      "solver": "CLARABEL" if solved_by == "interior" else "HIGHS"}
+            self.history.append(record)
+            if progress is not None:
+                progress(record)
+            if objective - self.best_lower <= allowed:
+                break
+            if self.strategy == "refactored dual":
+                continue  # the same master again, before any column is added
+            if not self._grow(pricing, allowed, objective, solved_by):
+                break
+        return self._result(objective, start)
+
+    def _try_extension(self) -> None:
+        """Before HiGHS from scratch ("dualized ipm"), once: a predicted basis, where one applies."""
+        if self.strategy != "dualized ipm" or self.extension_tried:
+            return
+        self.extension_tried = True
+        predicted_basis = extended_basis(self.problem, tolerance=self.tol)
+        if predicted_basis is not None and self.master.install_basis(predicted_basis):
+            # nearly dual optimal, primal infeasible near the ends: 847 dual simplex
+            # pivots where primal simplex needed 10,935 (n = 10,000, alpha = 0.9)
+            self.strategy = "predicted dual"
+        elif self.interior_rounds < INTERIOR_ROUNDS:
+            self.strategy = "interior"  # no prediction after all: the interior masters go on
+
+    def _solved_by(self) -> str:
+        """The strategy that solved the master just solved; sets the next round's strategy."""
         # without a basis after a simplex or IPM strategy, HiGHS failed and Clarabel solved it
-        solved_by = strategy if master.has_basis or strategy == "interior" else "interior"
-        strategy = resolve
+        solved_by = self.strategy if self.master.has_basis or self.strategy == "interior" else "interior"
+        self.strategy = self.resolve
         if solved_by == "interior":
             # no basis to warm-start from: more interior masters, then HiGHS from scratch
-            interior_rounds += 1
+            self.interior_rounds += 1
             # where a basis can be predicted, it is tried after the first interior master
-            more = interior_rounds < INTERIOR_ROUNDS and (extension_tried or not extendable)
-            strategy = "interior" if more else "dualized ipm"
-        allowed = tol * abs(objective) + ABSOLUTE_GAP
-        if round_number == 1:
+            more = self.interior_rounds < INTERIOR_ROUNDS and (self.extension_tried or not self.extendable)
+            self.strategy = "interior" if more else "dualized ipm"
+        return solved_by
+
+    def _bound(self, objective: float, values: np.ndarray, duals: np.ndarray, solved_by: str, allowed: float,
+               first: bool) -> tuple[float, Pricing | None]:
+        """The master's objective as the stopping test should read it, and the pricing of new
+        columns (None where the bounds already meet)."""
+        pricing = None
+        if first:
             # Most first masters are already optimal (every alpha <= 0.5 in the benchmark)
             # and their closing certificate needs the basis's exact duals: try those first.
-            polished = polish()
-        if objective - best_lower > allowed:
+            self.polished = self.polish()
+        if objective - self.best_lower > allowed:
             # HiGHS's own duals choose the new columns: pricing with the exact ones can
             # stall at a gap just above the tolerance (a smooth table, n = 150, alpha =
             # 0.1: 1.007e-9 with no column pricing out)
-            pricing = price(duals)
-            if not polished and objective - best_lower <= EXACT_DUALS_WITHIN * allowed:
+            pricing = self.price(duals)
+            if not self.polished and objective - self.best_lower <= EXACT_DUALS_WITHIN * allowed:
                 # close: the basis's exact duals may close the gap HiGHS's tolerances leave
-                polished = polish()
-            if solved_by == "interior" and objective - best_lower <= EXACT_DUALS_WITHIN * allowed:
+                self.polished = self.polish()
+            if solved_by == "interior" and objective - self.best_lower <= EXACT_DUALS_WITHIN * allowed:
                 # an interior optimum is only accurate to ~1e-10: the stopping test takes
                 # the exact loss of the remap that would be returned
-                objective = exact_upper(values)
-        if objective - best_lower <= allowed and solved_by != "interior" and (master.form.gapped or solved_by in PREDICTED):
+                objective = self.exact_upper(values)
+        if objective - self.best_lower <= allowed and solved_by != "interior" and (self.master.form.gapped or solved_by in PREDICTED):
             # HiGHS's optimum can be off where chains carry tiny values across a gap of S
             # (n = 119, alpha = 0.75, squared, S = both ends: a master optimum reported below
             # the lower bound, and the remap's exact loss 4.4e-8 above it), so before
@@ -453,74 +519,64 @@ def solve_by_column_generation(
             # predicted basis: its updated factors can drift (S = all, squared, alpha = 0.9,
             # n = 10,000, after one interior master: "optimal" 1,191 pivots on, and the
             # basis's exact remap 1.9e-3 over on one row; afresh, 2 more pivots and 0.7 s).
-            if not polished:  # the basis's exact remap (its duals are priced only if needed)
-                exact_solution = master.basic_solution()
+            if not self.polished:  # the basis's exact remap (its duals are priced only if needed)
+                exact_solution = self.master.basic_solution()
                 if exact_solution is not None:
-                    incumbent, polished = exact_solution[0], True
-            exact = exact_upper(incumbent)
-            if exact - best_lower > SETTLED_FACTOR * allowed:
+                    self.incumbent, self.polished = exact_solution[0], True
+            exact = self.exact_upper(self.incumbent)
+            if exact - self.best_lower > SETTLED_FACTOR * allowed:
                 objective = exact
-                pricing = price(duals)
-                if solved_by == "predicted dual" and not refactored:
-                    refactored, strategy = True, "refactored dual"
-        record = {"round": round_number, "columns": master.t_rows.size, "master": objective, "lower": best_lower,
-                  "solver": "CLARABEL" if solved_by == "interior" else "HIGHS"}
-        history.append(record)
-        if progress is not None:
-            progress(record)
-        if objective - best_lower <= allowed:
-            break
-        if strategy == "refactored dual":
-            continue  # the same master again, before any column is added
-        added = add_priced(pricing, allowed)
-        if added == 0 and master.form.gapped and exact_pricing is None and polish():
+                pricing = self.price(duals)
+                if solved_by == "predicted dual" and not self.refactored:
+                    self.refactored, self.strategy = True, "refactored dual"
+        return objective, pricing
+
+    def _grow(self, pricing: Pricing, allowed: float, objective: float, solved_by: str) -> bool:
+        """Add the columns that price out, or change how the next master is solved; False to stop."""
+        added = self.add_priced(pricing, allowed)
+        if added == 0 and self.master.form.gapped and self.exact_pricing is None and self.polish():
             # HiGHS's duals price nothing out, yet the gap is open: the basis's exact duals
             # may (S in two clusters bridged, n = 75, alpha = 0.6, squared: stuck 2e-7 apart)
-            added = add_priced(exact_pricing, allowed)
-        if added == 0 and solved_by == "interior" and not extension_tried and plannable:
+            added = self.add_priced(self.exact_pricing, allowed)
+        if added == 0 and solved_by == "interior" and not self.extension_tried and self.plannable:
             # the interior masters stalled short of the bound: the predicted basis before
             # HiGHS from scratch, as after INTERIOR_ROUNDS of them
-            strategy = "dualized ipm"
-            continue
+            self.strategy = "dualized ipm"
+            return True
         if added == 0:
             # No column can raise the bound by more than the tolerance, yet the bounds
             # disagree: the master is optimal only to HiGHS's dual tolerance (1e-10 on the
             # scaled LP; absolute loss, n = 200, alpha = 0.1 stops 5e-11 short with columns
             # worth 5e-13 pricing out). Within SETTLED_FACTOR x the tolerance that is
             # accepted; otherwise an interior-point solve from scratch, at most twice.
-            if refreshes == 2 or objective - best_lower <= SETTLED_FACTOR * allowed:
-                break
-            refreshes += 1
+            if self.refreshes == 2 or objective - self.best_lower <= SETTLED_FACTOR * allowed:
+                return False
+            self.refreshes += 1
             # after an IPM + crossover, first the warm primal simplex from its basis (the
             # same IPM again gave the same point: bridged S = both ends, 2 x 4.3 s for nothing)
-            strategy = "primal" if refreshes == 1 and master.form.gapped and solved_by.endswith("ipm") and master.has_basis else "ipm"
-    if not (failure or polished):
-        exact = master.basic_solution()
-        incumbent = incumbent if exact is None else exact[0]
-    # columns added after the last solved master are 0
-    values = np.concatenate([incumbent, np.zeros(master.t_rows.size - incumbent.size)])
-    mechanism, losses = evaluated(problem, master.remap(values))
-    whole = ColumnGenerationResult(
-        mechanism=mechanism,
-        lower_bound=best_lower,
-        upper_bound=float(losses.max()),
-        rounds=len(history),
-        columns=master.t_rows.size,
-        master_objective=objective,
-        row_losses=losses,
-        seconds=time.perf_counter() - start,
-        history=history,
-        master_failure=failure,
-        multipliers=best_multipliers,
-        solver=solvers_of(record["solver"] for record in history),
-    )
-    if split and initial is None and not whole.within(CERTIFIED_FACTOR * tol, ABSOLUTE_GAP):
-        # Stopped above the bound (beyond the 1e-9 that count_query reports as optimal at the
-        # default tolerance): S of a few far-apart parts, some narrower than a noise scale,
-        # may certify apart (S = {16, 33, 4833}, alpha = 0.3, n = 5000: whole, 1.2e-7 above its
-        # bound with squared loss; apart, the two-count closed form and a single count, exact).
-        # Tried only now: apart it is slower where the whole certifies (alpha = 0.99: 4.8 -> 9.2 s).
-        apart = solve_by_clusters(problem, tolerance=tol, max_rounds=max_rounds, progress=progress, fold=fold, narrow=True)
-        if apart is not None and apart.gap < whole.gap:
-            return dataclasses.replace(apart, seconds=time.perf_counter() - start, rounds=apart.rounds + whole.rounds)
-    return whole
+            gapped_ipm = self.master.form.gapped and solved_by.endswith("ipm") and self.master.has_basis
+            self.strategy = "primal" if self.refreshes == 1 and gapped_ipm else "ipm"
+        return True
+
+    def _result(self, objective: float, start: float) -> ColumnGenerationResult:
+        """The last solved master's remap (from its basis where that is exact) with the best bound."""
+        if not (self.failure or self.polished):
+            exact = self.master.basic_solution()
+            self.incumbent = self.incumbent if exact is None else exact[0]
+        # columns added after the last solved master are 0
+        values = np.concatenate([self.incumbent, np.zeros(self.master.t_rows.size - self.incumbent.size)])
+        mechanism, losses = evaluated(self.problem, self.master.remap(values))
+        return ColumnGenerationResult(
+            mechanism=mechanism,
+            lower_bound=self.best_lower,
+            upper_bound=float(losses.max()),
+            rounds=len(self.history),
+            columns=self.master.t_rows.size,
+            master_objective=objective,
+            row_losses=losses,
+            seconds=time.perf_counter() - start,
+            history=self.history,
+            master_failure=self.failure,
+            multipliers=self.best_multipliers,
+            solver=solvers_of(record["solver"] for record in self.history),
+        )
