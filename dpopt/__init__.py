@@ -41,8 +41,8 @@ _SOURCES = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "plot":
-        return importlib.import_module("dpopt.plot")  # a module: importing it binds dpopt.plot
+    if name in ("plot", "testing"):
+        return importlib.import_module(f"dpopt.{name}")  # a module: importing it binds dpopt.plot, dpopt.testing
     if name not in _SOURCES:
         raise AttributeError(f"module 'dpopt' has no attribute {name!r}")
     value = getattr(importlib.import_module(_SOURCES[name]), name)
@@ -56,6 +56,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "plot",
+    "testing",
     "audit",
     "Calibration",
     "Certificate",

@@ -442,7 +442,7 @@ def _each_outcome(problem: Problem, solver: str | None, *, keep_going: bool = Fa
         yield chosen.name, outcome
 
 
-def _optimum_reference(problem: Problem) -> str:
+def _optimum_reference(problem: Problem, owner: str = "price_of_closed_form") -> str:
     """The method :func:`price_of_closed_form` measures against: ``lp``, else the cheapest exact one."""
     candidates = _applicable(problem, "auto")
     names = [m.name for m in candidates]
@@ -450,7 +450,7 @@ def _optimum_reference(problem: Problem) -> str:
         return "lp"
     exact = [m.name for m in candidates if m.is_exact(problem)]
     if not exact or len(names) < 2:
-        raise fail("problem", "price_of_closed_form", "a problem with an 'lp' program, or a method exact on it and "
+        raise fail("problem", owner, "a problem with an 'lp' program, or a method exact on it and "
                    f"another to price against it (it has {', '.join(names)}; exact: {', '.join(exact) or 'none'})", problem)
     return exact[0]
 
