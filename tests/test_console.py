@@ -55,10 +55,10 @@ def test_the_console_runs_the_command_line(capsys):
 def test_every_public_name_is_loaded_on_first_use_from_its_module():
     for name in dpopt.__all__:
         value = getattr(dpopt, name)
-        if name == "plot":
-            assert value is importlib.import_module("dpopt.plot")
+        if name in ("plot", "testing"):  # modules
+            assert value is importlib.import_module(f"dpopt.{name}")
         else:
             assert value is getattr(importlib.import_module(dpopt._SOURCES[name]), name)
-    assert set(dpopt.__all__) == set(dpopt._SOURCES) | {"plot"} and set(dpopt.__all__) <= set(dir(dpopt))
+    assert set(dpopt.__all__) == set(dpopt._SOURCES) | {"plot", "testing"} and set(dpopt.__all__) <= set(dir(dpopt))
     with pytest.raises(AttributeError, match="no_such_name"):
         dpopt.no_such_name  # noqa: B018
