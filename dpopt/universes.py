@@ -30,7 +30,7 @@ from dpopt.dx.metric import first_triangle_violation
 from dpopt.limits import MAX_MAGNITUDE, MAX_UNIVERSE, check_memory
 from dpopt.validation import check_array, check_choice, check_int, fail, read_text_file
 
-__all__ = ["Universe", "graph_atlas", "GRAPH_STATISTICS", "hop_distances", "neighbour_graph", "universe_from_spec"]
+__all__ = ["Universe", "atlas_class", "graph_atlas", "GRAPH_STATISTICS", "hop_distances", "neighbour_graph", "universe_from_spec"]
 
 OWNER = "universe"
 
@@ -219,35 +219,84 @@ def _invariant(adjacency: np.ndarray) -> tuple[tuple[int, int, int], ...]:
     return tuple(sorted(zip(degree.tolist(), triangles.tolist(), around.tolist())))
 
 
+class _AtlasIndex:
+    """The atlas graphs on ``nodes`` nodes (networkx's order), and the class of any graph on them."""
+
+    def __init__(self, nodes: int) -> None:
+        import networkx as nx
+
+        self.nodes = nodes
+        self.graphs = tuple(g for g in nx.graph_atlas_g() if g.number_of_nodes() == nodes)
+        self.adjacency = [nx.to_numpy_array(g, nodelist=range(nodes), dtype=np.int64) for g in self.graphs]
+        self.buckets: dict[Any, list[int]] = defaultdict(list)
+        for index, a in enumerate(self.adjacency):
+            self.buckets[_invariant(a)].append(index)
+
+    def class_of(self, adjacency: np.ndarray) -> int:
+        """The index of the atlas graph isomorphic to the graph with this 0/1 ``adjacency``."""
+        import networkx as nx
+
+        candidates = self.buckets[_invariant(adjacency)]
+        if len(candidates) == 1:
+            return candidates[0]
+        h = nx.from_numpy_array(adjacency)
+        return next(c for c in candidates if nx.is_isomorphic(self.graphs[c], h))
+
+
+@functools.cache
+def _atlas_index(nodes: int) -> _AtlasIndex:
+    return _AtlasIndex(nodes)
+
+
 @functools.cache
 def _atlas_classes(nodes: int) -> tuple[tuple[Any, ...], np.ndarray]:
     """The atlas graphs on ``nodes`` nodes and the edge-DP neighbour pairs between their classes."""
-    import networkx as nx
-
-    graphs = tuple(g for g in nx.graph_atlas_g() if g.number_of_nodes() == nodes)
-    adjacency = [nx.to_numpy_array(g, nodelist=range(nodes), dtype=np.int64) for g in graphs]
-    buckets: dict[Any, list[int]] = defaultdict(list)
-    for index, a in enumerate(adjacency):
-        buckets[_invariant(a)].append(index)
-
-    def class_of(a: np.ndarray) -> int:
-        candidates = buckets[_invariant(a)]
-        if len(candidates) == 1:
-            return candidates[0]
-        h = nx.from_numpy_array(a)
-        return next(c for c in candidates if nx.is_isomorphic(graphs[c], h))
-
+    atlas = _atlas_index(nodes)
     pairs = set()
-    for index, a in enumerate(adjacency):
+    for index, a in enumerate(atlas.adjacency):
         for u, v in itertools.combinations(range(nodes), 2):
             if a[u, v]:
                 continue  # removing an edge is the reverse of adding one: found from the other side
             b = a.copy()
             b[u, v] = b[v, u] = 1
-            other = class_of(b)
+            other = atlas.class_of(b)
             if other != index:
                 pairs.add((min(index, other), max(index, other)))
-    return graphs, np.array(sorted(pairs), dtype=np.int64)
+    return atlas.graphs, np.array(sorted(pairs), dtype=np.int64)
+
+
+def atlas_class(graph: Any, nodes: int = 7) -> int:
+    """The dataset index of ``graph`` in :func:`graph_atlas` (``nodes``): its isomorphism class.
+
+    What a release from a graph-atlas universe needs as its true value (``dpopt sample
+    --true-value``, ``Solution.sample``): the index of the class the data's graph belongs to.
+
+    Parameters
+    ----------
+    graph : networkx.Graph or list of [u, v] edges
+        An undirected simple graph on at most ``nodes`` nodes: a networkx graph (any node
+        labels; missing nodes are isolated), or its edges as pairs of node indices in
+        ``0..nodes-1`` (an edge listed twice is one edge; ``[]`` is the empty graph).
+    nodes : int
+        The atlas universe's number of nodes, 2 to 7.
+    """
+    k = check_int(nodes, "nodes", "atlas_class", low=2, high=7)
+    adjacency = np.zeros((k, k), dtype=np.int64)
+    if hasattr(graph, "edges") and hasattr(graph, "nodes"):  # a networkx graph
+        if graph.is_directed() or graph.is_multigraph() or graph.number_of_nodes() > k:
+            raise fail("graph", "atlas_class", f"an undirected simple graph on at most {k} nodes", graph)
+        label = {node: i for i, node in enumerate(graph.nodes)}
+        edges = np.array([(label[u], label[v]) for u, v in graph.edges], dtype=np.int64).reshape(-1, 2)
+    else:
+        given = [] if isinstance(graph, (list, tuple)) and len(graph) == 0 else graph
+        edges = np.zeros((0, 2), dtype=np.int64) if given == [] else check_array(given, "graph", "atlas_class", ndim=2, integer=True,
+                                                                                    low=0).astype(np.int64)
+        if edges.shape[1:] != (2,) or (edges.size and edges.max() >= k):
+            raise fail("graph", "atlas_class", f"a list of [u, v] edges between nodes 0..{k - 1}", graph)
+    if np.any(edges[:, 0] == edges[:, 1]):
+        raise fail("graph", "atlas_class", "a graph without self-loops (a simple graph)", graph)
+    adjacency[edges[:, 0], edges[:, 1]] = adjacency[edges[:, 1], edges[:, 0]] = 1
+    return _atlas_index(k).class_of(adjacency)
 
 
 def graph_atlas(nodes: int = 7, statistic: str = "triangles") -> Universe:

@@ -244,7 +244,7 @@ def check_array(
     allowed += f" >= {low:g}" if low not in (None, 0) else ""
     allowed += "" if allow_nan else " (+inf allowed, no NaN)" if allow_inf else " (finite, no NaN)"
     allowed += f", at most {max_abs:g} in magnitude" if max_abs is not None else ""
-    if isinstance(value, (str, bytes)) or value is None:
+    if isinstance(value, (str, bytes)) or value is None or _holds_bool(value):
         raise fail(parameter, owner, allowed, value)
     try:
         raw = np.asarray(value)
@@ -266,6 +266,22 @@ def check_array(
     if integer and np.any(np.isfinite(array) & (array != np.round(array))):
         raise fail(parameter, owner, allowed, value)
     return array
+
+
+def _holds_bool(value: Any) -> bool:
+    """Whether nested lists or tuples hold a boolean. numpy reads ``[True, 2]`` as the integers
+    ``[1, 2]``, so until 2026-11-29 a problem file's ``values = [0, true, 2]`` was read as
+    ``[0, 1, 2]``; an array of booleans alone was already refused by its dtype."""
+    if not isinstance(value, (list, tuple)):
+        return False
+    stack = [value]
+    while stack:
+        for item in stack.pop():
+            if isinstance(item, (bool, np.bool_)):
+                return True
+            if isinstance(item, (list, tuple)):
+                stack.append(item)
+    return False
 
 
 def read_text_file(path: Any, parameter: str, owner: str, *, max_bytes: int, what: str) -> str:

@@ -1,3 +1,5 @@
+import tomllib
+
 import pytest
 
 import dpopt
@@ -67,3 +69,30 @@ def test_unreadable_and_invalid_toml(tmp_path):
     bad.write_text("kind = ")
     with pytest.raises(InvalidParameterError, match="valid TOML"):
         read_problem_file(bad)
+
+
+_UNIVERSE = {"type": "explicit", "values": [0, 1, 2], "neighbours": [[0, 1], [1, 2]]}
+_DX = {key: value for key, value in tomllib.loads((PROBLEMS / "dx_example1.toml").read_text()).items()
+       if key not in ("title", "source")}
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    ({"kind": "finite_query", "epsilon": 1.0, "universe": {**_UNIVERSE, "values": [0, True, 2]}}, "universe.values"),
+    ({"kind": "finite_query", "epsilon": 1.0, "universe": {**_UNIVERSE, "neighbours": [[0, True], [1, 2]]}}, "universe.neighbours"),
+    ({"kind": "finite_query", "epsilon": 1.0, "universe": {"type": "explicit", "values": [0, 1, 2],
+                                                          "metric": [[0, True, 2], [1, 0, 1], [2, 1, 0]]}}, "universe.metric"),
+    ({"kind": "finite_query", "epsilon": 1.0, "outputs": [0, True, 2], "universe": _UNIVERSE}, "outputs"),
+    ({"kind": "finite_query", "epsilon": 1.0, "objective": "average", "prior": [1, True, 1], "universe": _UNIVERSE}, "prior"),
+    ({"kind": "finite_query", "epsilon": 1.0, "loss": [[0, 1, 2], [1, True, 1], [2, 1, 0]], "universe": _UNIVERSE}, "loss"),
+    ({"kind": "finite_query", "epsilon": 1.0, "important": [0, True], "universe": _UNIVERSE}, "important"),
+    ({"kind": "count_query", "n": 1, "epsilon": 1.0, "loss": [[0, True], [1, 0]]}, "loss"),
+    ({"kind": "noise_adding", "epsilon": 1.0, "neighbouring_set": [[0, True], [1000, 1001]]}, "neighbouring_set"),
+    ({**_DX, "histogram": [5, True, 10, 5, 5, 0, 10, 0]}, "histogram"),
+    ({**_DX, "query": [[1, True, 0, 0, 1, 1, 0, 0]]}, "query"),
+], ids=lambda value: value if isinstance(value, str) else "")
+def test_true_or_false_among_numbers_is_refused_naming_the_field(spec, field):
+    """TOML arrays may mix types and numpy reads [0, true, 2] as [0, 1, 2]: until 2026-11-29
+    each of these problems was solved as if the boolean were the number 1."""
+    with pytest.raises(InvalidParameterError) as info:
+        problem_from_dict(spec)
+    assert info.value.parameter == field

@@ -5,8 +5,10 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from dpopt.universes import Universe, graph_atlas, universe_from_spec
+from dpopt.universes import Universe, atlas_class, graph_atlas, universe_from_spec
 from dpopt.validation import InvalidParameterError
 
 
@@ -115,3 +117,41 @@ def test_a_csv_universe_with_a_repeated_or_missing_column_is_refused(tmp_path, t
     with pytest.raises(InvalidParameterError) as info:
         universe_from_spec({"type": "csv", "path": str(path)})
     assert info.value.parameter == "universe.path" and needle in str(info.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(nodes=st.integers(2, 7), data=st.data())
+def test_atlas_class_finds_the_atlas_graph_isomorphic_to_any_graph(nodes, data):
+    """The index a release from a graph-atlas universe needs as its true value: checked against
+    networkx's isomorphism test on the atlas graph it names, for a random graph given both as a
+    networkx graph with other labels and as an edge list in shuffled order."""
+    pairs = [(u, v) for u in range(nodes) for v in range(u + 1, nodes)]
+    edges = data.draw(st.lists(st.sampled_from(pairs), unique=True)) if pairs else []
+    graph = nx.Graph(edges)
+    graph.add_nodes_from(range(data.draw(st.integers(max(graph.number_of_nodes(), 0), nodes))))
+    index = atlas_class(nx.relabel_nodes(graph, {v: f"node {v}" for v in graph.nodes}), nodes)
+    atlas = [g for g in nx.graph_atlas_g() if g.number_of_nodes() == nodes]
+    padded = nx.Graph(edges)
+    padded.add_nodes_from(range(nodes))
+    assert nx.is_isomorphic(atlas[index], padded)
+    assert atlas_class([list(e)[::-1] for e in reversed(edges)], nodes) == index
+    assert graph_atlas(nodes).values[index] == sum(nx.triangles(padded).values()) / 3
+
+
+def test_every_atlas_graph_is_its_own_class():
+    atlas = [g for g in nx.graph_atlas_g() if g.number_of_nodes() == 6]
+    assert [atlas_class(list(g.edges), 6) for g in atlas] == list(range(len(atlas)))
+
+
+@pytest.mark.parametrize("graph", [[[0, 0]], [[0, 7]], [[0, 1, 2]], "0-1", [[0.5, 1]], [[True, 1]], None, {"edges": []}])
+def test_atlas_class_refuses_what_is_not_a_simple_graph_on_its_nodes(graph):
+    with pytest.raises(InvalidParameterError, match="'graph' parameter of atlas_class"):
+        atlas_class(graph)
+
+
+def test_atlas_class_refuses_directed_multi_and_too_large_networkx_graphs():
+    for graph in (nx.DiGraph([(0, 1)]), nx.MultiGraph([(0, 1), (0, 1)]), nx.complete_graph(8), nx.Graph([(0, 0)])):
+        with pytest.raises(InvalidParameterError, match="'graph' parameter of atlas_class"):
+            atlas_class(graph)
+    with pytest.raises(InvalidParameterError, match="'nodes'"):
+        atlas_class([], nodes=8)

@@ -4,7 +4,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpopt.validation import InvalidParameterError, SolverError, check_choice, check_index_set, check_int, check_real, fraction_text
+from dpopt.validation import (InvalidParameterError, SolverError, check_array, check_choice, check_index_set, check_int, check_real,
+                              fraction_text)
 
 
 def test_message_format_names_parameter_owner_allowed_and_value():
@@ -127,3 +128,10 @@ def test_a_fraction_is_written_exactly_as_a_decimal_where_it_has_one(value, text
     assert fraction_text(value) == text
     assert Fraction(text) == value
     assert str(InvalidParameterError("x", "owner", "allowed", value)).endswith(f"Got {text} instead.")
+
+
+@pytest.mark.parametrize("value", [[True, 2], [[0, 1], [2, False]], ([0, 1], (np.True_, 2)), [1.5, np.bool_(False)]])
+def test_a_boolean_among_numbers_is_not_read_as_a_number(value):
+    """numpy reads [True, 2] as the integers [1, 2]; until 2026-11-29 check_array took it so."""
+    with pytest.raises(InvalidParameterError, match="'x'"):
+        check_array(value, "x", "owner")
