@@ -235,7 +235,7 @@ class Solution:
             rows = []
         else:
             rows = self.inputs
-            if isinstance(true_value, bool) or not _is_row_label(true_value, rows):
+            if isinstance(true_value, (bool, np.bool_)) or not _is_row_label(true_value, rows):
                 what = "a dataset's index in the universe" if self.kind == "finite_query" else "one of the inputs"
                 raise fail("true_value", self.kind, f"{what} {rows[0]}..{rows[-1]}", true_value)
             row = rows.index(true_value)

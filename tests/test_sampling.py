@@ -74,7 +74,7 @@ def test_refuses_uncertified_mechanism():
         sample_row(x, 0, 1, certify(x, 1.0), np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("value", [-1, 4, 1.5, True, np.array([[1, 2], [3, 4]]), np.array([1]), [1], pd.NA, pd.Series([1])])
+@pytest.mark.parametrize("value", [-1, 4, 1.5, True, np.True_, np.array([[1, 2], [3, 4]]), np.array([1]), [1], pd.NA, pd.Series([1])])
 def test_bad_true_value(table1, value):
     with pytest.raises(InvalidParameterError, match="'true_value'"):
         table1.sample(value, 1, rng=0)
