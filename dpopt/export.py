@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from dpopt.lazy_modules import pandas as pd
-from dpopt.validation import DPOptError, fail
+from dpopt.validation import DPOptError, check_file_name, fail
 
 __all__ = ["EXPORT_FORMATS", "ExportFileError", "StoredSolution", "check_export_path", "export_solution", "read_solution"]
 
@@ -37,12 +37,23 @@ def check_export_path(path: str | os.PathLike[str]) -> Path:
     target = Path(path)
     if target.suffix.lower() not in EXPORT_FORMATS:
         raise fail("export", "dpopt", "a path ending in " + ", ".join(EXPORT_FORMATS), str(path))
+    check_file_name(target, "export", "dpopt", added=max(len(name) for name in _beside(target)) - len(target.name))
     if not target.parent.exists() or not target.parent.is_dir():
         raise fail("export", "dpopt", "a path in an existing folder", str(path))
     if target.is_dir():
         raise fail("export", "dpopt", "a file path (it is a folder)", str(path))
     _check_writable(target)
     return target
+
+
+def _beside(target: Path) -> list[str]:
+    """The names of the files an export to ``target`` writes beside it (mkstemp's 8 random
+    characters as X): the probe, the temporary file, and a .csv export's metadata file and its
+    temporary file."""
+    names = [f".{target.name}.XXXXXXXX.probe", f".{target.name}.XXXXXXXX{target.suffix}"]
+    if target.suffix.lower() == ".csv":
+        names += [f"{target.name}.meta.json", f".{target.name}.meta.json.XXXXXXXX.json"]
+    return names
 
 
 def _check_writable(target: Path) -> None:

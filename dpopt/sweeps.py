@@ -50,7 +50,7 @@ from dpopt.limits import MAX_TIMEOUT
 from dpopt.process_lifetime import die_with_parent, end_with
 from dpopt.problem_files import problem_from_dict
 from dpopt.sweep_files import MAX_CELLS, OWNER, RESULT_COLUMNS, Cell, Sweep, load_sweep, sweep_from_dict
-from dpopt.validation import InvalidParameterError, check_int, check_real, fail
+from dpopt.validation import InvalidParameterError, check_file_name, check_int, check_real, fail
 
 __all__ = ["MAX_CELLS", "Cell", "Sweep", "load_sweep", "run_sweep", "solve_cell", "isolation_context", "sweep", "sweep_from_dict"]
 
@@ -313,8 +313,10 @@ def run_sweep(
         if scheduler is not None:
             raise fail("timeout", OWNER, "absent with a Dask scheduler (Dask does not stop a running task)", timeout)
     target = Path(output) if output is not None else None
-    if target is not None and (target.suffix != ".parquet" or not target.parent.is_dir()):
-        raise fail("output", OWNER, "a path ending in .parquet in an existing folder", str(target))
+    if target is not None:
+        check_file_name(target, "output", OWNER, added=len(".parts"))  # and ".lock", and ".<name>.tmp"
+        if target.suffix != ".parquet" or not target.parent.is_dir():
+            raise fail("output", OWNER, "a path ending in .parquet in an existing folder", str(target))
     with _sole_writer(target):
         cells = {cell.key: cell for cell in sweep.cells}
         done = _done_keys(target)

@@ -268,6 +268,27 @@ def check_array(
     return array
 
 
+def check_file_name(path: Any, parameter: str, owner: str, *, added: int) -> None:
+    """Refuse a file name too long for its folder once dpopt adds ``added`` bytes to it (the
+    temporary, probe, lock and part files it writes beside a result are named after it).
+
+    Until 2026-11-29 a name past the file system's limit (255 bytes) ended an export in an
+    internal error (pathlib's ``is_dir`` raises ENAMETOOLONG), and one just under it in a
+    refusal that blamed the folder's permissions.
+    """
+    import os
+
+    name, folder = os.path.basename(os.fspath(path)), os.path.dirname(os.fspath(path)) or "."
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # no such folder (refused by the caller), or no pathconf
+        limit = 255
+    if len(os.fsencode(name)) + added > limit:
+        shown = name if len(name) <= 40 else name[:37] + "..."
+        raise fail(parameter, owner, f"a file name of at most {limit - added} bytes (dpopt writes files named after it "
+                   f"beside it; the folder allows {limit})", f"{shown} ({len(os.fsencode(name))} bytes)")
+
+
 def _holds_bool(value: Any) -> bool:
     """Whether nested lists or tuples hold a boolean. numpy reads ``[True, 2]`` as the integers
     ``[1, 2]``, so until 2026-11-29 a problem file's ``values = [0, true, 2]`` was read as

@@ -454,3 +454,40 @@ def test_an_npz_export_stores_its_metadata_as_utf8_bytes_and_reads_the_older_str
     np.savez(old, **{**arrays, "metadata": np.frombuffer(text.replace('"ok": true', '"ok": false').encode(), dtype=np.uint8)})
     with pytest.raises(ExportFileError):
         read_solution(old)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".npz", ".parquet"])
+def test_an_export_name_too_long_for_its_folder_is_refused_before_solving(tmp_path, suffix, capsys):
+    """A name past the file system's 255 bytes ended in "internal error" (pathlib raised
+    ENAMETOOLONG); one that fit but left no room for the temporary and metadata files named after
+    it was refused after the solve, blaming the folder. The longest name that fits writes and
+    reads back; one byte more is refused before any solving, naming the length allowed."""
+    import os
+
+    from dpopt.cli import main
+    from dpopt.export import _beside
+
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    room = limit - (max(len(name) for name in _beside(tmp_path / f"x{suffix}")) - len(f"x{suffix}"))
+    fits = tmp_path / ("a" * (room - len(suffix)) + suffix)
+    from tests.conftest import PROBLEMS
+
+    problem = str(PROBLEMS / "gupte_sundararajan_table1.toml")
+    assert main(["solve", problem, "--export", str(fits)]) == 0 and read_solution(fits).certificate.ok
+    capsys.readouterr()
+    for name in ("b" * (room - len(suffix) + 1) + suffix, "c" * 300 + suffix):
+        assert main(["solve", problem, "--export", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"a file name of at most {room} bytes" in err and "'export'" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fits.name] + ([fits.name + ".meta.json"] if suffix == ".csv" else []))
+
+
+def test_a_sweep_output_name_too_long_for_its_folder_is_refused(tmp_path):
+    import os
+
+    from dpopt.sweeps import run_sweep, sweep_from_dict
+
+    spec = {"kind": "sweep", "methods": ["geometric"], "base": {"kind": "count_query", "n": 3}, "grid": {"alpha": [0.5]}}
+    long = tmp_path / ("d" * (os.pathconf(tmp_path, "PC_NAME_MAX") - len(".parquet")) + ".parquet")  # fits; its ".parts" does not
+    with pytest.raises(InvalidParameterError, match="'output'.*a file name of at most"):
+        run_sweep(sweep_from_dict(spec), output=long, progress=False)
