@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from dpopt.universes import Universe, atlas_class, graph_atlas, universe_from_spec
 from dpopt.validation import InvalidParameterError
+from tests.conftest import examples
 
 
 def test_seven_node_atlas_has_the_published_structure():
@@ -119,7 +120,7 @@ def test_a_csv_universe_with_a_repeated_or_missing_column_is_refused(tmp_path, t
     assert info.value.parameter == "universe.path" and needle in str(info.value)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(nodes=st.integers(2, 7), data=st.data())
 def test_atlas_class_finds_the_atlas_graph_isomorphic_to_any_graph(nodes, data):
     """The index a release from a graph-atlas universe needs as its true value: checked against
