@@ -303,3 +303,13 @@ def test_auto_with_no_exact_method_passes_over_one_that_fails_and_raises_the_che
         monkeypatch.setitem(methods, name, dataclasses.replace(methods[name], run=refusing(name)))
     with pytest.raises(InvalidParameterError, match="refused by staircase"):  # the cheapest
         dpopt.solve(problem)
+
+
+def test_price_of_closed_form_carries_the_references_certified_lower_bound():
+    problem = dpopt.CountQuery(n=20, epsilon=1.0, loss="absolute")
+    table = dpopt.price_of_closed_form(problem)
+    bound = table["optimum_lower_bound"].unique()
+    assert bound.size == 1 and bound[0] == dpopt.solve(problem, "lp").details["lower_bound"]
+    assert (bound[0] <= table["objective"]).all() and bound[0] <= table["optimum"].iloc[0]
+    exact_by_construction = dpopt.price_of_closed_form(load_problem(PROBLEMS / "statistical_marginal.toml"))
+    assert exact_by_construction["optimum_lower_bound"].isna().all()  # its exact route reports no bound
