@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Protocol
 from dpopt.lazy_modules import pandas as pd
 from dpopt.validation import DPOptError, InvalidParameterError, fail
 
-__all__ = ["Method", "float_only", "register", "register_reader", "reader_for", "methods_for", "parameters_only", "solve", "compare", "compare_outcomes", "compare_plan", "iter_compare_outcomes", "compare_table", "price_of_closed_form", "REGISTRY"]
+__all__ = ["Method", "float_only", "register", "register_reader", "reader_for", "methods_for", "parameters_only", "solve", "compare", "compare_outcomes", "compare_plan", "iter_compare_outcomes", "compare_table", "optimum_reference", "price_of_closed_form", "REGISTRY"]
 
 
 class Problem(Protocol):
@@ -442,8 +442,9 @@ def _each_outcome(problem: Problem, solver: str | None, *, keep_going: bool = Fa
         yield chosen.name, outcome
 
 
-def _optimum_reference(problem: Problem, owner: str = "price_of_closed_form") -> str:
-    """The method :func:`price_of_closed_form` measures against: ``lp``, else the cheapest exact one."""
+def optimum_reference(problem: Problem, owner: str = "price_of_closed_form") -> str:
+    """The method :func:`price_of_closed_form` and :mod:`dpopt.testing` measure against: ``lp``, else the
+    cheapest exact one; refused (naming ``owner``) where there is none, or nothing to price against it."""
     candidates = _applicable(problem, "auto")
     names = [m.name for m in candidates]
     if "lp" in names:
@@ -490,7 +491,7 @@ def price_of_closed_form(problem: Problem, *, solver: str | None = None) -> pd.D
         workloads of several queries, whose problem (6) is non-convex), or with one method
         only (a calibration: a formula, nothing to price).
     """
-    reference = _optimum_reference(problem)
+    reference = optimum_reference(problem)
     table = compare_table(problem, solver=solver)
     optimum = float(table.loc[reference, "objective"])
     out = table[["exact", "solver", "objective", "seconds"]].copy()

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dpopt.registry import _optimum_reference, solve
+from dpopt.registry import optimum_reference, solve
 from dpopt.solution import Solution
 from dpopt.validation import check_real, fail
 
@@ -93,7 +93,7 @@ def optimality_check(problem: Any, method: str = "auto", *, solver: str | None =
         queries), or the reference route did not reach its optimum on this problem (a
         neighbouring set's grid LP is an upper bound only, an LP left with a gap).
     """
-    reference = _optimum_reference(problem, OWNER)
+    reference = optimum_reference(problem, OWNER)
     checked = solve(problem, method, solver=solver)
     if not checked.certificate.ok:
         raise AssertionError(f"{checked.method} on this {checked.kind} problem fails its privacy certificate: "
