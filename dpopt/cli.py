@@ -701,13 +701,17 @@ def _write_result(text: str) -> bool:
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
                   line: str | None = None) -> None:
     """A warning as one line on stderr, as errors are (Python's own shows the file, line and source)."""
-    _fail(0, "warning", message)
+    _say("warning", message)
 
 
 def _fail(code: int, label: str, message: object) -> int:
+    _say(label, message)
+    return code
+
+
+def _say(label: str, message: object) -> None:
     line = " ".join(str(message).split())  # one line, whatever the message held
     sys.stderr.write(f"dpopt: {label}: {line}\n")
-    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -479,8 +479,8 @@ def price_of_closed_form(problem: Problem, *, solver: str | None = None) -> pd.D
     problem whose ``zero_optimum`` is True: a multi-level release's objective is a deviation,
     and until 2026-11-29 its ratios of round-off, 0 and 0.058, read as closed forms beating
     the optimum). ``optimum_lower_bound`` is the reference's certified lower bound where it
-    reports one (NaN otherwise; :mod:`dpopt.testing` asserts against it). ``optimum_exact`` says whether ``optimum`` is the optimum or only an upper
-    bound on it (an ``lp`` that is not exact: a neighbouring set's grid LP, or an LP left with
+    reports one (NaN otherwise; :mod:`dpopt.testing` asserts against it). ``optimum_exact``
+    says whether ``optimum`` is the optimum or only an upper bound on it (an ``lp`` that is not exact: a neighbouring set's grid LP, or an LP left with
     a gap), where a ratio below 1 is a method beating that bound (Theorem 3's noise at 0.94
     of the grid LP on ``problems/noise_adding_neighbouring_set.toml``), not the optimum.
 

@@ -288,9 +288,9 @@ def atlas_class(graph: Any, nodes: int = 7) -> int:
         label = {node: i for i, node in enumerate(graph.nodes)}
         edges = np.array([(label[u], label[v]) for u, v in graph.edges], dtype=np.int64).reshape(-1, 2)
     else:
-        given = [] if isinstance(graph, (list, tuple)) and len(graph) == 0 else graph
-        edges = np.zeros((0, 2), dtype=np.int64) if given == [] else check_array(given, "graph", "atlas_class", ndim=2, integer=True,
-                                                                                    low=0).astype(np.int64)
+        empty = isinstance(graph, (list, tuple)) and len(graph) == 0  # [] is 1-D to numpy
+        edges = (np.zeros((0, 2), dtype=np.int64) if empty
+                 else check_array(graph, "graph", "atlas_class", ndim=2, integer=True, low=0).astype(np.int64))
         if edges.shape[1:] != (2,) or (edges.size and edges.max() >= k):
             raise fail("graph", "atlas_class", f"a list of [u, v] edges between nodes 0..{k - 1}", graph)
     if np.any(edges[:, 0] == edges[:, 1]):

@@ -136,6 +136,7 @@ def test_atlas_class_finds_the_atlas_graph_isomorphic_to_any_graph(nodes, data):
     padded.add_nodes_from(range(nodes))
     assert nx.is_isomorphic(atlas[index], padded)
     assert atlas_class([list(e)[::-1] for e in reversed(edges)], nodes) == index
+    assert atlas_class(np.array(edges, dtype=np.int64).reshape(-1, 2), nodes) == index  # a numpy array too (empty: (0, 2))
     assert graph_atlas(nodes).values[index] == sum(nx.triangles(padded).values()) / 3
 
 
