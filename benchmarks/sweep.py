@@ -60,7 +60,7 @@ def main() -> None:
     if args.dask:
         from dask.distributed import Client, LocalCluster
 
-        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster) as client:
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster) as client:
             run_sweep(sweep, scheduler=client, progress=False)  # workers import dpopt once
             rows.append({"run": "sweep, Dask LocalCluster (2 workers)", "seconds": timed(lambda: run_sweep(sweep, scheduler=client, progress=False))})
     table = pd.DataFrame(rows).set_index("run")

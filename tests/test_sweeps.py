@@ -139,10 +139,15 @@ def _spec():
             "grid": {"alpha": [0.3, 0.5, 0.7], "n": [5, 10]}}
 
 
+# Every test cluster takes a free port for its dashboard (":0"): dashboard_address=None still
+# binds 8787, and a second cluster started meanwhile in the other test process warned that the
+# port was taken, an error under this suite's filterwarnings ("Cluster failed to start").
+
+
 def test_a_dask_local_cluster_gives_the_serial_table():
     distributed = pytest.importorskip("dask.distributed")
     serial = run_sweep(sweep_from_dict(_spec()), progress=False)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         on_dask = run_sweep(sweep_from_dict(_spec()), scheduler=client, progress=False)
     pd.testing.assert_frame_equal(serial[STABLE], on_dask[STABLE])
@@ -539,7 +544,7 @@ def test_a_scheduler_address_works_where_an_event_loop_is_running_as_in_jupyter(
     distributed = pytest.importorskip("dask.distributed")
     import asyncio
 
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         async def in_a_notebook():
             return run_sweep(sweep_from_dict(_spec()), scheduler=cluster.scheduler_address, progress=False)
 
@@ -552,7 +557,7 @@ def test_a_scheduler_without_workers_is_said_and_the_sweep_runs_once_one_joins()
     """A scheduler with no workers made the sweep wait with nothing said (0 of N on the bar, for
     ever if none came): now a RuntimeWarning says why, and the cells run once a worker joins."""
     distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    with distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         joins = threading.Timer(2.0, cluster.scale, args=(1,))
         joins.start()
         try:
@@ -601,7 +606,7 @@ def test_a_scheduler_lost_mid_sweep_is_one_line_naming_it(tmp_path, capfd):
     spec = tmp_path / "s.toml"
     spec.write_text('kind = "sweep"\nmethods = ["lp"]\n[base]\nkind = "count_query"\nloss = "absolute"\nn = 60\n'
                     "[grid]\nalpha = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]\n")
-    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
     address = cluster.scheduler_address
     threading.Timer(1.5, cluster.close).start()
     code = main(["sweep", str(spec), "--output", str(tmp_path / "t.parquet"), "--scheduler", address, "--no-progress"])
