@@ -605,7 +605,7 @@ def test_a_scheduler_lost_mid_sweep_is_one_line_naming_it(tmp_path, capfd):
     distributed = pytest.importorskip("dask.distributed")
     spec = tmp_path / "s.toml"
     spec.write_text('kind = "sweep"\nmethods = ["lp"]\n[base]\nkind = "count_query"\nloss = "absolute"\nn = 60\n'
-                    "[grid]\nalpha = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]\n")
+                    f"[grid]\nalpha = {[round(0.05 + 0.035 * i, 3) for i in range(24)]}\n")  # ~20 s of cells: far past the 1.5 s
     cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
     address = cluster.scheduler_address
     threading.Timer(1.5, cluster.close).start()
