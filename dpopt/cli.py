@@ -113,9 +113,12 @@ def _parser() -> argparse.ArgumentParser:
 
     sample_cmd = commands.add_parser("sample", help="draw releases from the solved, certified mechanism (or an exported one)")
     sample_cmd.add_argument("problem", metavar="PROBLEM.toml|EXPORT", help=_SOURCE_HELP)
-    sample_cmd.add_argument("--true-value", type=_exact_number, default=None, dest="true_value",
-                            help="the true answer (for finite_query: the dataset's index in the universe; "
-                                 "required except for dx_linear_query and statistical_query, which use the file's histogram or rows)")
+    truth = sample_cmd.add_mutually_exclusive_group()
+    truth.add_argument("--true-value", type=_exact_number, default=None, dest="true_value",
+                       help="the true answer (for finite_query: the dataset's index in the universe; "
+                            "required except for dx_linear_query and statistical_query, which use the file's histogram or rows)")
+    truth.add_argument("--true-graph", type=_edge_list, default=None, dest="true_graph", metavar="EDGES",
+                       help='for a graph_atlas universe: the data\'s graph as edges "0-1 1-2 0-2" (its class is the true value)')
     sample_cmd.add_argument("--count", type=int, default=1, help=f"number of releases, 1..{MAX_RELEASES:,}")
     source = sample_cmd.add_mutually_exclusive_group()
     source.add_argument("--seed", type=int, default=None, help="a seed for reproducible draws (tests, simulation studies); without it, and with --secure, releases come from the OS secure source")
@@ -395,7 +398,7 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         report = audit_solution(solution, draws=args.samples, confidence=args.confidence, seed=args.seed, random_pairs=args.pairs)
         source = {"export": args.problem} if exported is not None else {}
         return [{"kind": solution.kind, "method": solution.method, **source, **report.to_dict()}]
-    true_value = _true_value(problem, args.true_value)
+    true_value = _true_value(problem, args.true_value if args.true_graph is None else _atlas_index_of(problem, args.true_graph))
     floating = [] if args.float_path or exported is not None else float_only(problem, args.method)
     if floating:  # refused before any solving
         raise _float_refusal(problem, ", ".join(floating), several=len(floating) > 1)
@@ -412,6 +415,8 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         value = float(problem.universe.values[true_value])
         whole = value.is_integer() and abs(value) < 2.0**53 and releases.dtype.kind == "i"  # as its releases are
         given["query_value"] = int(value) if whole else value
+    if args.true_graph is not None:
+        given["true_graph"] = args.true_graph
     if exported is not None:
         given["export"] = args.problem
     return [
@@ -577,6 +582,31 @@ def _with_progress(names: list[str], outcomes: Iterator[tuple[str, Any]]) -> Ite
             yield item
     finally:
         bar.close()
+
+
+def _edge_list(text: str) -> list[list[int]]:
+    """``--true-graph``: edges written ``u-v``, separated by spaces or commas (ASCII digits only)."""
+    import re
+
+    tokens = [token for token in re.split(r"[\s,]+", text.strip()) if token]
+    if len(text) > 1000 or not all(re.fullmatch(r"[0-9]{1,2}-[0-9]{1,2}", token) for token in tokens):
+        raise argparse.ArgumentTypeError(f'edges written u-v, separated by spaces or commas, such as "0-1 1-2 0-2" (got {text[:60]!r})')
+    return [[int(u), int(v)] for u, v in (token.split("-") for token in tokens)]
+
+
+def _atlas_index_of(problem: Any, edges: list[list[int]]) -> int:
+    """The dataset index of the graph ``edges`` in the problem's graph-atlas universe."""
+    from dpopt.universes import atlas_class
+
+    spec = getattr(getattr(problem, "universe", None), "spec", None) or {}
+    if problem.kind != "finite_query" or spec.get("type") != "graph_atlas":
+        raise InvalidParameterError("true-graph", "dpopt sample", "given only for a finite_query on a graph_atlas universe "
+                                    "(else --true-value)", edges)
+    try:
+        return atlas_class(edges, spec["nodes"])
+    except InvalidParameterError as error:  # named as the option it came from
+        raise InvalidParameterError("true-graph", "dpopt sample", f"a graph on the universe's {spec['nodes']} nodes "
+                                    f"0..{spec['nodes'] - 1}, without self-loops", edges) from error
 
 
 def _true_value(problem: Any, value: int | Fraction | None) -> Any:

@@ -639,3 +639,29 @@ def test_sample_without_a_seed_draws_from_the_secure_source(capsys, monkeypatch)
     read.clear()
     code, out, _ = run(capsys, "sample", TABLE1, "--true-value", "1", "--count", "4", "--seed", "3")
     assert code == 0 and json.loads(out)["source"] == "numpy.random.Generator(PCG64)" and not read
+
+
+def test_sample_takes_the_data_graph_for_a_graph_atlas_universe(capsys, tmp_path):
+    """A graph researcher has a graph, not its class's index in the atlas: --true-graph finds the
+    index (dpopt.universes.atlas_class) and releases exactly what --true-value with it releases."""
+    from dpopt.universes import atlas_class
+
+    problem = tmp_path / "atlas.toml"
+    problem.write_text('kind = "finite_query"\nepsilon = 1.0\n[universe]\ntype = "graph_atlas"\nnodes = 5\nstatistic = "triangles"\n')
+    code, out, _ = run(capsys, "sample", str(problem), "--true-graph", "3-4 4-2, 2-3", "--count", "6", "--seed", "4")
+    by_graph = json.loads(out)
+    index = atlas_class([[3, 4], [4, 2], [2, 3]], 5)
+    assert code == 0 and by_graph["true_value"] == index and by_graph["query_value"] == 1
+    assert by_graph["true_graph"] == [[3, 4], [4, 2], [2, 3]]
+    code, out, _ = run(capsys, "sample", str(problem), "--true-value", str(index), "--count", "6", "--seed", "4")
+    assert code == 0 and json.loads(out)["releases"] == by_graph["releases"]
+    for argv, needle in (
+        (["--true-graph", "0-5"], "'true-graph'"),                  # node 5 of a 5-node universe
+        (["--true-graph", "1-1"], "'true-graph'"),                  # a self-loop
+        (["--true-graph", "0_1"], "--true-graph: edges written u-v"),
+        (["--true-graph", "0-1", "--true-value", "2"], "not allowed with"),
+    ):
+        code, out, err = run(capsys, "sample", str(problem), *argv)
+        assert code == 2 and out == "" and err.count("\n") == 1 and needle in err
+    code, _, err = run(capsys, "sample", str(PROBLEMS / "finite_query_explicit.toml"), "--true-graph", "0-1")
+    assert code == 2 and "only for a finite_query on a graph_atlas universe" in err
