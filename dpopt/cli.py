@@ -121,7 +121,8 @@ def _parser() -> argparse.ArgumentParser:
                        help='for a graph_atlas universe: the data\'s graph as edges "0-1 1-2 0-2" (its class is the true value)')
     sample_cmd.add_argument("--count", type=int, default=1, help=f"number of releases, 1..{MAX_RELEASES:,}")
     source = sample_cmd.add_mutually_exclusive_group()
-    source.add_argument("--seed", type=int, default=None, help="a seed for reproducible draws (tests, simulation studies); without it, and with --secure, releases come from the OS secure source")
+    source.add_argument("--seed", type=int, default=None, help="a seed for reproducible draws (tests, simulation studies); "
+                                                               "without it, and with --secure, releases come from the OS secure source")
     source.add_argument("--secure", action="store_true", help="draw from the OS secure source (secrets), as without --seed")
     sample_cmd.add_argument("--method", default="auto", help="for a problem file only")
     sample_cmd.add_argument("--solver", default=None, help="for a problem file only")

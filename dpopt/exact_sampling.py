@@ -28,7 +28,6 @@ releases).
 from __future__ import annotations
 
 import math
-import secrets
 import sys
 from bisect import bisect_right
 from typing import Any, Callable
@@ -83,7 +82,7 @@ def random_words(source: Any, size: int) -> np.ndarray:
     """``size`` independent uniform 64-bit words from ``source`` (a Generator or SecureRandom)."""
     if isinstance(source, np.random.Generator):
         return source.integers(0, 2**64, size=size, dtype=np.uint64)
-    return np.frombuffer(secrets.token_bytes(8 * size), dtype=np.uint64).copy()
+    return source.words(size)
 
 
 def _random_bits(source: Any, bits: int) -> int:

@@ -350,7 +350,8 @@ def _run_best(problem: Problem, order: list[Method], solver: str | None, repair:
     """``auto`` where no method is exact: run each of ``order`` and keep the certified solution
     with the lowest objective (the first of equals, so the cheapest); ``details["auto_best_of"]``
     holds every objective, ``auto_fallbacks`` what failed, and ``seconds`` is the time of them
-    all. A method that fails (a solver, or a refusal only its run can make) is passed over; if all fail, the cheapest one's error is raised."""
+    all. A method that fails (a solver, or a refusal only its run can make) is passed over; if
+    all fail, the cheapest one's error is raised."""
     solutions, errors, start = [], [], time.perf_counter()
     for chosen in order:
         try:
@@ -480,8 +481,8 @@ def price_of_closed_form(problem: Problem, *, solver: str | None = None) -> pd.D
     and until 2026-11-29 its ratios of round-off, 0 and 0.058, read as closed forms beating
     the optimum). ``optimum_lower_bound`` is the reference's certified lower bound where it
     reports one (NaN otherwise; :mod:`dpopt.testing` asserts against it). ``optimum_exact``
-    says whether ``optimum`` is the optimum or only an upper bound on it (an ``lp`` that is not exact: a neighbouring set's grid LP, or an LP left with
-    a gap), where a ratio below 1 is a method beating that bound (Theorem 3's noise at 0.94
+    says whether ``optimum`` is the optimum or only an upper bound on it (an ``lp`` that is not
+    exact: a neighbouring set's grid LP, or an LP left with a gap), where a ratio below 1 is a method beating that bound (Theorem 3's noise at 0.94
     of the grid LP on ``problems/noise_adding_neighbouring_set.toml``), not the optimum.
 
     Raises

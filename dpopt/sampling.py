@@ -25,9 +25,12 @@ class SecureRandom:
     Each uniform uses 53 random bits, so it is an exact multiple of 2**-53 in [0, 1).
     """
 
+    def words(self, size: int) -> np.ndarray:
+        """``size`` uniform 64-bit words (what :func:`dpopt.exact_sampling.random_words` draws)."""
+        return np.frombuffer(secrets.token_bytes(8 * size), dtype=np.uint64).copy()
+
     def random(self, size: int) -> np.ndarray:
-        words = np.frombuffer(secrets.token_bytes(8 * size), dtype=np.uint64)
-        return (words >> np.uint64(11)).astype(float) / 2.0**53  # the top 53 bits: exact in float64
+        return (self.words(size) >> np.uint64(11)).astype(float) / 2.0**53  # the top 53 bits: exact in float64
 
     def __repr__(self) -> str:
         return "SecureRandom()"

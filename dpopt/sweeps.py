@@ -382,7 +382,12 @@ def _progress_bar(total: int, initial: int, enabled: bool | None) -> Any:
 
 def _batches(cells: list[Cell], size: int) -> Iterator[list[tuple[dict[str, Any], str, str]]]:
     for start in range(0, len(cells), size):
-        yield [(c.problem, c.method, c.key) for c in cells[start:start + size]]
+        yield _described(cells[start:start + size])
+
+
+def _described(cells: list[Cell]) -> list[tuple[dict[str, Any], str, str]]:
+    """Cells as the descriptions a worker solves (:func:`_solve_batch`)."""
+    return [(c.problem, c.method, c.key) for c in cells]
 
 
 def _execute(cells: list[Cell], workers: int, scheduler: Any, memory: bool, record: tuple[str, ...],
@@ -408,10 +413,11 @@ def _execute_pool(cells: list[Cell], workers: int, memory: bool, record: tuple[s
     same cell and ended again.
     """
     size = max(1, min(BATCH // 4, math.ceil(len(cells) / (4 * workers))))
-    broken: list[int] = []  # batches whose rows never came back
+    chunks = [cells[start:start + size] for start in range(0, len(cells), size)]
+    broken: list[int] = []  # chunks whose rows never came back
     with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent) as pool:
         try:
-            futures = {pool.submit(_solve_batch, batch, memory, record): index for index, batch in enumerate(_batches(cells, size))}
+            futures = {pool.submit(_solve_batch, _described(chunk), memory, record): index for index, chunk in enumerate(chunks)}
             for future in as_completed(futures):
                 try:
                     rows = future.result()
@@ -423,7 +429,7 @@ def _execute_pool(cells: list[Cell], workers: int, memory: bool, record: tuple[s
             _stop_pool(pool)
             raise
     if broken:
-        undelivered = [cell for index in sorted(broken) for cell in cells[index * size:(index + 1) * size]]
+        undelivered = [cell for index in sorted(broken) for cell in chunks[index]]
         yield from _execute_isolated(undelivered, workers, MAX_TIMEOUT, memory, record)
 
 
